@@ -1,0 +1,79 @@
+import type { DataType } from '@ge-mesh/protocol';
+
+/**
+ * A model's configuration after `config.pbtxt` was parsed, checked and
+ * completed (missing inputs/outputs read from the model file). Field names
+ * follow Triton's `inference.ModelConfig` in camelCase; values are frozen.
+ */
+export interface TensorConfig {
+  readonly name: string;
+  readonly dataType: DataType;
+  /** Dims without the implicit batch dim; -1 = variable. */
+  readonly dims: readonly number[];
+  readonly optional: boolean;
+}
+
+export type TimeoutAction = 'REJECT' | 'DELAY';
+
+export interface QueuePolicy {
+  readonly timeoutAction: TimeoutAction;
+  readonly defaultTimeoutMicroseconds: number;
+  readonly allowTimeoutOverride: boolean;
+  /** 0 = unbounded. */
+  readonly maxQueueSize: number;
+}
+
+export interface DynamicBatchingConfig {
+  readonly preferredBatchSize: readonly number[];
+  readonly maxQueueDelayMicroseconds: number;
+  readonly preserveOrdering: boolean;
+  readonly priorityLevels: number;
+  readonly defaultPriorityLevel: number;
+  readonly defaultQueuePolicy: QueuePolicy;
+  readonly priorityQueuePolicy: ReadonlyMap<number, QueuePolicy>;
+}
+
+export interface InstanceGroupConfig {
+  readonly name: string;
+  readonly kind: 'KIND_AUTO' | 'KIND_GPU' | 'KIND_CPU' | 'KIND_MODEL';
+  readonly count: number;
+  readonly gpus: readonly number[];
+}
+
+export type Runtime = 'ort' | 'ge';
+
+export interface ModelConfig {
+  readonly name: string;
+  /** `platform`, or `backend` when platform is unset (as Triton's metadata shows it). */
+  readonly platform: string;
+  readonly backend: string;
+  /** Which GE Mesh runtime executes it, from backend/platform. */
+  readonly runtime: Runtime;
+  /** 0 = the model takes no batch dim. */
+  readonly maxBatchSize: number;
+  readonly input: readonly TensorConfig[];
+  readonly output: readonly TensorConfig[];
+  readonly instanceGroup: readonly InstanceGroupConfig[];
+  /** Absent when the config has no `dynamic_batching` block. */
+  readonly dynamicBatching?: DynamicBatchingConfig;
+  /** The static batch sizes graphs are compiled for, ascending; [1] when maxBatchSize is 0. */
+  readonly tiers: readonly number[];
+  readonly defaultModelFilename: string;
+  readonly parameters: ReadonlyMap<string, string>;
+  /** The parsed text-format message, for `/config` and later fields. */
+  readonly raw: Readonly<Record<string, unknown>>;
+}
+
+/** One servable version of a model in the repository. */
+export interface ModelVersion {
+  readonly version: string;
+  readonly modelPath: string;
+}
+
+export interface RepositoryModel {
+  readonly name: string;
+  readonly dir: string;
+  readonly config: ModelConfig;
+  /** Versions that will be served (after version_policy), highest first. */
+  readonly versions: readonly ModelVersion[];
+}

@@ -1,0 +1,3 @@
+export * from './datatypes.js';
+export * from './errors.js';
+export * from './messages.js';

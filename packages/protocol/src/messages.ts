@@ -1,0 +1,99 @@
+import { Packr } from 'msgpackr';
+import type { DataType } from './datatypes.js';
+import type { WireError } from './errors.js';
+
+/**
+ * Messages between the services. Tensors travel as raw little-endian bytes
+ * (msgpack bin), never as number arrays.
+ */
+export const PROTOCOL_VERSION = 1;
+
+export interface WireTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  data: Uint8Array;
+}
+
+export type ParameterValue = string | number | boolean;
+
+/** gateway → batcher, one per inference request. */
+export interface InferRequestMessage {
+  v: typeof PROTOCOL_VERSION;
+  /** Mesh-wide unique id (the dedupe key). */
+  id: string;
+  /** The client's own `id`, echoed in the response when given. */
+  clientId?: string;
+  model: string;
+  version: string;
+  inputs: WireTensor[];
+  /** Requested outputs; empty means all. */
+  outputs: string[];
+  /** Rows this request contributes to a batch (its leading dim, or 1). */
+  batch: number;
+  priority: number;
+  /** Queue timeout in µs asked by the client (`timeout` parameter); 0 = none. */
+  timeoutUs: number;
+  /** Absolute deadline, ms since the epoch. */
+  deadline: number;
+  /** When the gateway accepted it, ms since the epoch. */
+  acceptedAt: number;
+  replyTo: string;
+  correlationId: string;
+  parameters?: Record<string, ParameterValue>;
+}
+
+/** One member of a batch: the request as the gateway encoded it, untouched. */
+export interface BatchMember {
+  id: string;
+  rows: number;
+  body: Uint8Array;
+}
+
+/** batcher → worker. */
+export interface BatchMessage {
+  v: typeof PROTOCOL_VERSION;
+  batchId: string;
+  model: string;
+  version: string;
+  /** The static batch size the graph was compiled for. */
+  tier: number;
+  /** Real rows; tier − rows rows are padding. */
+  rows: number;
+  members: BatchMember[];
+  formedAt: number;
+}
+
+/** Time spent per stage, as Triton's statistics count it (ns). */
+export interface StageTimings {
+  queueNs: number;
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
+  /** Rows of the execution this request was part of (padding excluded). */
+  batchRows: number;
+  tier: number;
+}
+
+/** worker (or any hop that fails a request) → the request's reply route. */
+export interface InferResponseMessage {
+  v: typeof PROTOCOL_VERSION;
+  id: string;
+  correlationId: string;
+  model: string;
+  version: string;
+  outputs?: WireTensor[];
+  error?: WireError;
+  timings?: StageTimings;
+}
+
+// Records off: Redis' cmsgpack and non-JS producers read these bodies too.
+const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
+
+export function encode(msg: unknown): Buffer {
+  return packr.pack(msg);
+}
+
+export function decode<T>(bytes: Uint8Array): T {
+  return packr.unpack(bytes) as T;
+}
