@@ -1,0 +1,56 @@
+import { rewriteGraphValueInfos } from './graph-splice.js';
+import { initializerNames, readGraphIOView } from './model-io.js';
+import type { DimensionProto, ValueInfoProto } from './types.js';
+
+/**
+ * Returns the model with the leading dim of each graph input and output set
+ * to `batch` where that dim is symbolic or unknown, so a runtime compiles a
+ * static graph for one batch tier (onnxruntime-node ignores
+ * freeDimensionOverrides). Every other dim, in inputs, outputs and
+ * value_info alike, that carries one of the replaced dim_param names is
+ * fixed too, since equal names must mean equal sizes. Fixed leading dims and
+ * inputs that are initializers are left alone; nothing else in the file
+ * changes.
+ */
+export function fixLeadingDim(bytes: Uint8Array, batch: number): Uint8Array {
+  if (!Number.isSafeInteger(batch) || batch < 1) {
+    throw new RangeError(`batch must be a positive integer, got ${batch}`);
+  }
+  const constants = initializerNames(readGraphIOView(bytes));
+  const isIO = (kind: string, v: ValueInfoProto) =>
+    kind === 'output' || (kind === 'input' && !constants.has(v.name ?? ''));
+
+  // First pass: which symbolic names stand for the batch dim.
+  const batchParams = new Set<string>();
+  rewriteGraphValueInfos(bytes, (kind, v) => {
+    const lead = v.type?.tensorType?.shape?.dim?.[0];
+    if (isIO(kind, v) && lead && isFree(lead) && lead.dimParam) batchParams.add(lead.dimParam);
+    return undefined;
+  });
+
+  return rewriteGraphValueInfos(bytes, (kind, v) => {
+    const dims = v.type?.tensorType?.shape?.dim;
+    if (!dims || dims.length === 0) return undefined;
+    let changed = false;
+    const fixed = dims.map((d, i) => {
+      const replace = (i === 0 && isIO(kind, v) && isFree(d)) || (d.dimParam !== undefined && batchParams.has(d.dimParam));
+      if (!replace) return d;
+      changed = true;
+      return withValue(d, batch);
+    });
+    return changed ? withDims(v, fixed) : undefined;
+  });
+}
+
+function isFree(d: DimensionProto): boolean {
+  return d.dimValue === undefined;
+}
+
+function withValue(d: DimensionProto, value: number): DimensionProto {
+  return d.denotation === undefined ? { dimValue: value } : { dimValue: value, denotation: d.denotation };
+}
+
+function withDims(v: ValueInfoProto, dim: DimensionProto[]): ValueInfoProto {
+  const tensorType = v.type?.tensorType ?? {};
+  return { ...v, type: { ...v.type, tensorType: { ...tensorType, shape: { ...tensorType.shape, dim } } } };
+}
