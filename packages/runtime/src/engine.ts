@@ -1,0 +1,50 @@
+import type { DataType } from '@ge-mesh/protocol';
+
+/**
+ * What every runtime (onnxruntime on CPU, GE on an NPU) offers a lane: a model
+ * compiled once per tier as a static-shape graph, run one batch at a time on
+ * the lane's own stream. The lane owns batch assembly, padding and slicing, so
+ * every runtime shares that path.
+ */
+export interface EngineTensorSpec {
+  readonly name: string;
+  readonly dataType: DataType;
+  /** Dims of one row (no batch dim); -1 = variable. */
+  readonly dims: readonly number[];
+}
+
+export interface EngineModelSpec {
+  readonly name: string;
+  readonly version: string;
+  readonly modelPath: string;
+  readonly inputs: readonly EngineTensorSpec[];
+  readonly outputs: readonly EngineTensorSpec[];
+  /** Static batch sizes to compile; [1] for a model without a batch dim. */
+  readonly tiers: readonly number[];
+  /** False when max_batch_size is 0: tensors carry no batch dim. */
+  readonly batched: boolean;
+  /** config.pbtxt `parameters`, for runtime-specific options. */
+  readonly parameters: Readonly<Record<string, string>>;
+  /** CPU threads this lane may use inside one run. */
+  readonly threads: number;
+  /** Index of this lane on its device (its stream). */
+  readonly stream: number;
+  readonly deviceId: number;
+}
+
+export interface EngineTensor {
+  readonly data: Uint8Array;
+  readonly shape: readonly number[];
+}
+
+export interface Engine {
+  /**
+   * Run one batch at a tier. Input data may be views of pooled buffers that the
+   * caller reuses after the promise settles; outputs are owned by the caller
+   * only until the next run.
+   */
+  run(tier: number, inputs: ReadonlyMap<string, EngineTensor>): Promise<ReadonlyMap<string, EngineTensor>>;
+  close(): Promise<void>;
+}
+
+export type EngineFactory = (spec: EngineModelSpec) => Promise<Engine>;

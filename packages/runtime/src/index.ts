@@ -1,0 +1,3 @@
+export * from './batch-layout.js';
+export * from './buffer-pool.js';
+export * from './engine.js';

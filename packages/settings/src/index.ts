@@ -1,0 +1,152 @@
+import { parseArgs } from 'node:util';
+import { type TSchema, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+/**
+ * Service settings: each option has a flag, an environment variable and a
+ * documented default. Values are read once at startup (flag > env > default),
+ * checked against a schema and frozen; a bad value stops the service with a
+ * message naming the option, where it came from and what is allowed.
+ */
+export type OptionKind = 'string' | 'integer' | 'number' | 'boolean';
+
+export interface OptionSpec<K extends OptionKind = OptionKind> {
+  kind: K;
+  doc: string;
+  default: KindValue<K>;
+  /** Extra constraints (minimum, pattern, enum …) as TypeBox options. */
+  schema?: TSchema;
+}
+
+type KindValue<K extends OptionKind> = K extends 'string'
+  ? string
+  : K extends 'boolean'
+    ? boolean
+    : number;
+
+export type SettingsSpec = Record<string, OptionSpec>;
+export type Settings<S extends SettingsSpec> = { readonly [K in keyof S]: KindValue<S[K]['kind']> };
+
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+}
+
+/** camelCase key → `--kebab-case` flag and `GEMESH_SNAKE_CASE` variable. */
+export function flagOf(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+export function envOf(key: string): string {
+  return `GEMESH_${flagOf(key).replace(/-/g, '_').toUpperCase()}`;
+}
+
+function schemaOf(spec: OptionSpec): TSchema {
+  if (spec.schema) return spec.schema;
+  switch (spec.kind) {
+    case 'string':
+      return Type.String({ minLength: 1 });
+    case 'integer':
+      return Type.Integer();
+    case 'number':
+      return Type.Number();
+    case 'boolean':
+      return Type.Boolean();
+  }
+}
+
+function coerce(kind: OptionKind, raw: string): unknown {
+  if (kind === 'string') return raw;
+  if (kind === 'boolean') {
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    return raw;
+  }
+  const n = Number(raw);
+  return raw.trim() === '' || Number.isNaN(n) ? raw : n;
+}
+
+export function helpText<S extends SettingsSpec>(service: string, spec: S): string {
+  const lines = [`Usage: ${service} [options]`, '', 'Options (flag, environment variable, default):'];
+  for (const [key, o] of Object.entries(spec)) {
+    lines.push(`  --${flagOf(key)}  (${envOf(key)}, default: ${JSON.stringify(o.default)})`);
+    lines.push(`      ${o.doc}`);
+  }
+  return lines.join('\n');
+}
+
+export function loadSettings<S extends SettingsSpec>(
+  service: string,
+  spec: S,
+  argv: string[] = process.argv.slice(2),
+  env: NodeJS.ProcessEnv = process.env,
+): Settings<S> {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  for (const [key, o] of Object.entries(spec)) options[flagOf(key)] = { type: o.kind === 'boolean' ? 'boolean' : 'string' };
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+  } catch (err) {
+    throw new SettingsError(`${service}: ${(err as Error).message}\n\n${helpText(service, spec)}`);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${helpText(service, spec)}\n`);
+    process.exit(0);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, o] of Object.entries(spec)) {
+    const flag = parsed.values[flagOf(key)];
+    const fromEnv = env[envOf(key)];
+    let value: unknown = o.default;
+    let source = 'default';
+    if (flag !== undefined) {
+      value = typeof flag === 'string' ? coerce(o.kind, flag) : flag;
+      source = `--${flagOf(key)}`;
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      value = coerce(o.kind, fromEnv);
+      source = envOf(key);
+    }
+    const schema = schemaOf(o);
+    if (!Value.Check(schema, value)) {
+      const first = [...Value.Errors(schema, value)][0];
+      throw new SettingsError(
+        `${service}: invalid value ${JSON.stringify(value)} for ${key} (from ${source}): ${first?.message ?? 'not allowed'}. ${o.doc}`,
+      );
+    }
+    out[key] = value;
+  }
+  return Object.freeze(out) as Settings<S>;
+}
+
+/** Options every service shares. */
+export const COMMON_OPTIONS = {
+  namespace: {
+    kind: 'string',
+    default: 'gemesh',
+    doc: 'Prefix of every exchange, queue and Redis key, so several meshes share one broker and one Redis.',
+    schema: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+  },
+  rabbitmqUrl: {
+    kind: 'string',
+    default: 'amqp://guest:guest@127.0.0.1:5672',
+    doc: 'RabbitMQ URL (amqp:// or amqps://).',
+    schema: Type.String({ pattern: '^amqps?://' }),
+  },
+  redisUrl: {
+    kind: 'string',
+    default: 'redis://127.0.0.1:6379',
+    doc: 'Redis URL (redis:// or rediss://).',
+    schema: Type.String({ pattern: '^rediss?://' }),
+  },
+  modelRepository: {
+    kind: 'string',
+    default: 'infra/model_repository',
+    doc: "Path of the Triton-layout model repository (<repo>/<model>/config.pbtxt, <repo>/<model>/<version>/model.onnx).",
+  },
+  logLevel: {
+    kind: 'string',
+    default: 'info',
+    doc: 'Log level: fatal, error, warn, info, debug or trace.',
+    schema: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace'].map((l) => Type.Literal(l))),
+  },
+} as const satisfies SettingsSpec;
+
+export { Type };

@@ -1,0 +1,2 @@
+export * from './batch-store.js';
+export * from './scripts.js';

@@ -1,0 +1,8 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/** One JSON logger per service; child loggers carry the component. */
+export function createLogger(service: string, level = process.env.GEMESH_LOG_LEVEL ?? 'info'): Logger {
+  return pino({ name: service, level, base: { service, pid: process.pid } });
+}
