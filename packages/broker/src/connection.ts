@@ -1,5 +1,5 @@
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import type { Logger } from '@ge-mesh/telemetry';
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { DEFAULT_DELIVERY_LIMIT, type Topology } from './topology.js';
 
 export type { Channel, ConfirmChannel, ConsumeMessage };

@@ -49,8 +49,7 @@ export const TRITON_MESSAGES = {
   unknownModel: (model: string) => `Request for unknown model: '${model}' is not found`,
   unknownVersion: (model: string, version: string) =>
     `Request for unknown model: '${model}' version ${version} is not found`,
-  batchTooLarge: (model: string, max: number) =>
-    `inference request batch-size must be <= ${max} for '${model}'`,
+  batchTooLarge: (model: string, max: number) => `inference request batch-size must be <= ${max} for '${model}'`,
 } as const;
 
 export function isErrorCode(s: unknown): s is ErrorCode {

@@ -1,4 +1,4 @@
-import { type WireTensor, elementSize, MeshError } from '@ge-mesh/protocol';
+import { elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import type { BufferPool } from './buffer-pool.js';
 import type { EngineTensor, EngineTensorSpec } from './engine.js';
 
@@ -57,7 +57,12 @@ export function sliceOutputs(
     const t = outputs.get(spec.name);
     if (!t) throw new MeshError('EXECUTION_FAILED', `the model produced no output '${spec.name}'`);
     if (!batched) {
-      perMember[0]?.push({ name: spec.name, datatype: spec.dataType, shape: [...t.shape], data: copyBytes(t.data, 0, t.data.byteLength) });
+      perMember[0]?.push({
+        name: spec.name,
+        datatype: spec.dataType,
+        shape: [...t.shape],
+        data: copyBytes(t.data, 0, t.data.byteLength),
+      });
       continue;
     }
     const tier = t.shape[0] ?? 1;

@@ -18,11 +18,7 @@ export interface OptionSpec<K extends OptionKind = OptionKind> {
   schema?: TSchema;
 }
 
-type KindValue<K extends OptionKind> = K extends 'string'
-  ? string
-  : K extends 'boolean'
-    ? boolean
-    : number;
+type KindValue<K extends OptionKind> = K extends 'string' ? string : K extends 'boolean' ? boolean : number;
 
 export type SettingsSpec = Record<string, OptionSpec>;
 export type Settings<S extends SettingsSpec> = { readonly [K in keyof S]: KindValue<S[K]['kind']> };
@@ -80,7 +76,8 @@ export function loadSettings<S extends SettingsSpec>(
   env: NodeJS.ProcessEnv = process.env,
 ): Settings<S> {
   const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
-  for (const [key, o] of Object.entries(spec)) options[flagOf(key)] = { type: o.kind === 'boolean' ? 'boolean' : 'string' };
+  for (const [key, o] of Object.entries(spec))
+    options[flagOf(key)] = { type: o.kind === 'boolean' ? 'boolean' : 'string' };
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
@@ -139,7 +136,7 @@ export const COMMON_OPTIONS = {
   modelRepository: {
     kind: 'string',
     default: 'infra/model_repository',
-    doc: "Path of the Triton-layout model repository (<repo>/<model>/config.pbtxt, <repo>/<model>/<version>/model.onnx).",
+    doc: 'Path of the Triton-layout model repository (<repo>/<model>/config.pbtxt, <repo>/<model>/<version>/model.onnx).',
   },
   logLevel: {
     kind: 'string',

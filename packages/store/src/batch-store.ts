@@ -76,7 +76,9 @@ export class BatchStore {
     return res[0] === 1;
   }
 
-  async manifest(batchId: string): Promise<(Omit<NewBatch, 'members'> & { members: ManifestMember[]; state: BatchState }) | null> {
+  async manifest(
+    batchId: string,
+  ): Promise<(Omit<NewBatch, 'members'> & { members: ManifestMember[]; state: BatchState }) | null> {
     const h = await this.redis.hgetallBuffer(this.batchKey(batchId));
     if (!h.state) return null;
     return {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Prepares a checkout to run: pnpm, dependencies, the native bridge (when a
+# C++ toolchain is present) and the demo model repository. Idempotent and
+# quick when everything is already in place.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 20 ]; then
+  echo "GE Mesh needs Node.js 20 or newer (found $(node --version))." >&2
+  exit 1
+fi
+
+if ! command -v pnpm >/dev/null 2>&1; then
+  step "installing pnpm 10"
+  # pnpm 11 needs Node 22; 10.x runs on Node 20.
+  npm install -g --allow-scripts=pnpm pnpm@10.34.9
+fi
+
+step "installing dependencies (pnpm $(pnpm --version))"
+if [ -n "${CI:-}" ]; then
+  pnpm install --frozen-lockfile --reporter=append-only
+else
+  pnpm install --frozen-lockfile
+fi
+
+if [ -x native/scripts/build.sh ]; then
+  if command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1; then
+    step "building the native GE bridge"
+    native/scripts/build.sh
+  else
+    echo "cmake/g++ not found: skipping the native GE bridge (the ort runtime does not need it)."
+  fi
+fi
+
+step "generating the demo model repository"
+node --import tsx packages/demo-models/src/cli.ts --out infra/model_repository

@@ -1,0 +1,39 @@
+import { Broker, topology } from '@ge-mesh/broker';
+import { loadRepository } from '@ge-mesh/model-repository';
+import { BatchStore } from '@ge-mesh/store';
+import { createLogger } from '@ge-mesh/telemetry';
+import { ModelBatcher } from './model-batcher.js';
+import { loadBatcherSettings } from './settings.js';
+
+const settings = loadBatcherSettings();
+const log = createLogger('batcher', settings.logLevel);
+const topo = topology(settings.namespace);
+
+const repo = await loadRepository(settings.modelRepository);
+for (const [name, err] of repo.errors) log.error({ model: name, err: err.message }, 'model not loaded');
+const wanted = settings.models === '*' ? null : new Set(settings.models.split(',').map((s) => s.trim()));
+const models = [...repo.models.values()].filter((m) => !wanted || wanted.has(m.name));
+
+const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `batcher-${process.pid}`);
+const store = BatchStore.connect(settings.redisUrl, settings.namespace);
+const batchers = models.map(
+  (m) => new ModelBatcher(m, broker, store, topo, { stagedBatches: settings.stagedBatches }, log),
+);
+for (const b of batchers) await b.start();
+log.info({ models: models.map((m) => `${m.name} tiers=[${m.config.tiers.join(',')}]`) }, 'batcher ready');
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'stopping');
+  await Promise.all(batchers.map((b) => b.stop()));
+  await broker.close();
+  await store.close();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+broker.onLost = () => {
+  if (!stopping) process.exit(1);
+};

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { Broker, Channel } from '@ge-mesh/broker';
+import { decode, type InferResponseMessage } from '@ge-mesh/protocol';
+import type { Logger } from '@ge-mesh/telemetry';
+
+interface Waiter {
+  resolve: (r: InferResponseMessage | null) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * The gateway's own reply queue: every response for a request this process
+ * published comes back here, matched by correlation id. A reply for an id no
+ * one waits for (a late or duplicate answer) is counted and dropped.
+ */
+export class ReplyRouter {
+  private readonly waiting = new Map<string, Waiter>();
+  readonly queue: string;
+  duplicates = 0;
+
+  constructor(
+    private readonly broker: Broker,
+    private readonly log: Logger,
+    owner = randomUUID(),
+  ) {
+    this.queue = broker.topology.replies(owner);
+  }
+
+  async start(): Promise<void> {
+    const ch: Channel = await this.broker.channel();
+    await ch.assertQueue(this.queue, { exclusive: true, autoDelete: true, durable: false });
+    await this.broker.consume(
+      ch,
+      this.queue,
+      (msg) => {
+        const id = msg.properties.correlationId as string | undefined;
+        const w = id ? this.waiting.get(id) : undefined;
+        if (!w || !id) {
+          this.duplicates++;
+          return;
+        }
+        this.waiting.delete(id);
+        clearTimeout(w.timer);
+        try {
+          w.resolve(decode<InferResponseMessage>(msg.content));
+        } catch (err) {
+          this.log.error({ err }, 'undecodable reply');
+          w.resolve(null);
+        }
+      },
+      // Replies are not redelivered to another gateway: if this one dies, its HTTP clients are gone too.
+      { noAck: true },
+    );
+  }
+
+  /** Resolves with the reply, or null when none came before `timeoutMs`. */
+  wait(correlationId: string, timeoutMs: number): Promise<InferResponseMessage | null> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(correlationId);
+        resolve(null);
+      }, timeoutMs);
+      this.waiting.set(correlationId, { resolve, timer });
+    });
+  }
+
+  cancel(correlationId: string): void {
+    const w = this.waiting.get(correlationId);
+    if (w) {
+      clearTimeout(w.timer);
+      this.waiting.delete(correlationId);
+    }
+  }
+
+  get pendingCount(): number {
+    return this.waiting.size;
+  }
+}

@@ -1,0 +1,12 @@
+import type { Engine, EngineModelSpec } from '@ge-mesh/runtime';
+import { createOrtEngine } from '@ge-mesh/runtime-ort';
+
+/** The runtimes a worker can run lanes on, by the name in its settings. */
+export async function createEngine(spec: EngineModelSpec & { runtime?: string }): Promise<Engine> {
+  switch (spec.runtime ?? 'ort') {
+    case 'ort':
+      return createOrtEngine(spec);
+    default:
+      throw new Error(`runtime '${spec.runtime}' is not available in this worker`);
+  }
+}

@@ -1,0 +1,10 @@
+import type { Reply } from './execute-batch.js';
+
+/** main thread → lane */
+export type LaneRequest = { type: 'run'; seq: number; batch: Uint8Array } | { type: 'close' };
+
+/** lane → main thread */
+export type LaneResponse =
+  | { type: 'ready' }
+  | { type: 'failed'; message: string }
+  | { type: 'done'; seq: number; replies: Reply[] };

@@ -1,0 +1,36 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { BufferPool, type Engine, type EngineModelSpec } from '@ge-mesh/runtime';
+import { createEngine } from './engines.js';
+import { executeBatch } from './execute-batch.js';
+import type { LaneRequest, LaneResponse } from './lane-messages.js';
+
+/**
+ * One lane = one worker_thread = one device stream. It owns its engine (one
+ * static graph per tier) and its pooled buffers, and runs one batch at a time,
+ * so a long run never blocks the main thread's broker traffic.
+ */
+const spec = workerData as EngineModelSpec;
+const port = parentPort;
+if (!port) throw new Error('lane.ts must run in a worker_thread');
+
+const pool = new BufferPool();
+let engine: Engine | undefined;
+
+try {
+  engine = await createEngine(spec);
+  port.postMessage({ type: 'ready' } satisfies LaneResponse);
+} catch (err) {
+  port.postMessage({ type: 'failed', message: (err as Error).message } satisfies LaneResponse);
+}
+
+port.on('message', async (msg: LaneRequest) => {
+  if (msg.type === 'close') {
+    await engine?.close();
+    port.close();
+    return;
+  }
+  if (!engine) return;
+  const replies = await executeBatch(spec, engine, pool, msg.batch);
+  // Copied, not transferred: encoded bodies may share the encoder's reusable buffer.
+  port.postMessage({ type: 'done', seq: msg.seq, replies } satisfies LaneResponse);
+});
