@@ -1,4 +1,4 @@
-import { rewriteGraphValueInfos } from './graph-splice.js';
+import { rewriteGraphValueInfos, type ValueInfoKind } from './graph-splice.js';
 import { initializerNames, readGraphIOView } from './model-io.js';
 import type { DimensionProto, ValueInfoProto } from './types.js';
 
@@ -17,24 +17,25 @@ export function fixLeadingDim(bytes: Uint8Array, batch: number): Uint8Array {
     throw new RangeError(`batch must be a positive integer, got ${batch}`);
   }
   const constants = initializerNames(readGraphIOView(bytes));
-  const isIO = (kind: string, v: ValueInfoProto) =>
-    kind === 'output' || (kind === 'input' && !constants.has(v.name ?? ''));
+  const isConstant = (kind: ValueInfoKind, v: ValueInfoProto) => kind === 'input' && constants.has(v.name ?? '');
 
-  // First pass: which symbolic names stand for the batch dim.
+  // First pass (read only): which symbolic names stand for the batch dim.
   const batchParams = new Set<string>();
   rewriteGraphValueInfos(bytes, (kind, v) => {
     const lead = v.type?.tensorType?.shape?.dim?.[0];
-    if (isIO(kind, v) && lead && isFree(lead) && lead.dimParam) batchParams.add(lead.dimParam);
+    if (kind !== 'valueInfo' && !isConstant(kind, v) && lead?.dimParam !== undefined && isFree(lead)) {
+      batchParams.add(lead.dimParam);
+    }
     return undefined;
   });
 
   return rewriteGraphValueInfos(bytes, (kind, v) => {
     const dims = v.type?.tensorType?.shape?.dim;
-    if (!dims || dims.length === 0) return undefined;
+    if (!dims || dims.length === 0 || isConstant(kind, v)) return undefined;
     let changed = false;
     const fixed = dims.map((d, i) => {
-      const replace = (i === 0 && isIO(kind, v) && isFree(d)) || (d.dimParam !== undefined && batchParams.has(d.dimParam));
-      if (!replace) return d;
+      const isLeadingIO = i === 0 && kind !== 'valueInfo' && isFree(d);
+      if (!isLeadingIO && !(d.dimParam !== undefined && batchParams.has(d.dimParam))) return d;
       changed = true;
       return withValue(d, batch);
     });

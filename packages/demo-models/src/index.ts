@@ -1,0 +1,3 @@
+export * from './catalog.js';
+export * from './ensure.js';
+export * from './sample-inputs.js';
