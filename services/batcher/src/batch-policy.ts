@@ -4,9 +4,10 @@
  *
  * Follows Triton's dynamic batcher (FIFO, a request is never split, the first
  * shape mismatch closes the batch, max_queue_delay counted from the oldest
- * request), with tiers as the preferred sizes, plus one tier-aware rule: while
- * no lane is free there is nothing to gain from sending early, so the batch
- * keeps growing toward a full tier instead of being padded.
+ * request, a prefix that hits a preferred size goes at once), with the tiers
+ * as the preferred sizes, plus one tier-aware rule: while no lane is free
+ * there is nothing to gain from sending early, so the batch keeps growing
+ * toward a full tier instead of being padded.
  */
 export interface PendingView {
   readonly rows: number;
@@ -54,23 +55,21 @@ export function decide(p: PolicyInput): Decision {
       bestTake = take;
       bestRows = rows;
     }
-    if (rows === maxTier) {
-      closed = true;
-      break;
-    }
+    if (rows === maxTier) break;
   }
   if (take === 0) {
     // A single request larger than the largest tier never reaches here: the gateway rejects it.
     return { kind: 'send', take: 1, rows: first.rows, tier: nearestTier(p.tiers, first.rows) };
   }
   const send = (n: number, r: number): Decision => ({ kind: 'send', take: n, rows: r, tier: nearestTier(p.tiers, r) });
-  // Full (largest tier reached) or closed by a request that cannot join: go now.
-  if (closed) return send(take, rows);
+  const full = rows === maxTier;
+  // Until a lane can start it, a batch that can still grow keeps growing.
+  if (!p.laneFree && !full) return { kind: 'wait', until: null };
   const deadline = first.enqueuedAt + p.maxQueueDelayUs / 1000;
-  if (p.maxQueueDelayUs === 0 || p.now >= deadline) {
-    return p.laneFree ? send(take, rows) : { kind: 'wait', until: null };
-  }
-  // A prefix that exactly fills a tier costs no padding: send it while a lane is free.
-  if (p.laneFree && bestTake > 0) return send(bestTake, bestRows);
+  const delayExceeded = p.maxQueueDelayUs > 0 && p.now >= deadline;
+  // Triton: a prefix that hits a preferred size (here: fills a tier, so no padding) goes at once.
+  if (bestTake > 0 && !delayExceeded) return send(bestTake, bestRows);
+  // Full, or closed by a request that cannot join, or out of time: send what there is, padded.
+  if (closed || p.maxQueueDelayUs === 0 || delayExceeded) return send(take, rows);
   return { kind: 'wait', until: deadline };
 }

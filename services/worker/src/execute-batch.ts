@@ -48,7 +48,13 @@ export async function executeBatch(
   const tier = spec.batched ? (spec.tiers.find((t) => t >= realRows) ?? batch.tier) : 1;
   const started = process.hrtime.bigint();
   try {
-    const inputs = assembleBatch(spec.inputs, live, tier, spec.batched, pool);
+    const inputs = assembleBatch(
+      spec.inputs,
+      live.map((r, i) => ({ inputs: r.inputs, rows: rows[i] ?? 1 })),
+      tier,
+      spec.batched,
+      pool,
+    );
     const computeInputNs = nsSince(started);
     const t1 = process.hrtime.bigint();
     const outputs = await engine.run(tier, inputs);

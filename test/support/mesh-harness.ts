@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { topology } from '@ge-mesh/broker';
+import { ensureDemoModels } from '@ge-mesh/demo-models';
+import { type MeshOptions, ROOT, type RunningMesh, startMesh } from '@ge-mesh/launcher';
+import { BatchStore } from '@ge-mesh/store';
+import amqp from 'amqplib';
+
+export const RABBITMQ_URL = process.env.GEMESH_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+export const REDIS_URL = process.env.GEMESH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const DEMO_REPOSITORY = join(ROOT, 'infra/model_repository');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+}
+
+export function uniqueNamespace(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface TestMesh extends RunningMesh {
+  readonly namespace: string;
+  /** Output of every service, for assertions and for failure reports. */
+  readonly lines: string[];
+  /** Stop the processes and remove the namespace's queues and Redis keys. */
+  teardown(): Promise<void>;
+}
+
+/** The real mesh as separate processes on a private namespace and port. */
+export async function startTestMesh(opts: Partial<MeshOptions> & { models?: string[] } = {}): Promise<TestMesh> {
+  await ensureDemoModels(DEMO_REPOSITORY);
+  const namespace = opts.namespace ?? uniqueNamespace('t');
+  const lines: string[] = [];
+  const mesh = await startMesh({
+    namespace,
+    modelRepository: opts.modelRepository ?? DEMO_REPOSITORY,
+    httpPort: opts.httpPort ?? (await freePort()),
+    workers: opts.workers ?? 1,
+    logLevel: opts.logLevel ?? 'info',
+    env: { GEMESH_RABBITMQ_URL: RABBITMQ_URL, GEMESH_REDIS_URL: REDIS_URL, ...opts.env },
+    ...(opts.flags ? { flags: opts.flags } : {}),
+    onLine: (svc, line) => {
+      lines.push(`[${svc}] ${line}`);
+      if (process.env.GEMESH_TEST_VERBOSE) process.stderr.write(`[${svc}] ${line}\n`);
+    },
+  });
+  return {
+    ...mesh,
+    namespace,
+    lines,
+    async teardown() {
+      await mesh.stop();
+      await purgeNamespace(namespace, opts.models ?? ['ocr_cls', 'resnet18', 'text_encoder', 'tiny']);
+    },
+  };
+}
+
+export async function purgeNamespace(namespace: string, models: string[]): Promise<void> {
+  const topo = topology(namespace);
+  const conn = await amqp.connect(RABBITMQ_URL);
+  try {
+    for (const q of [...models.flatMap((m) => [topo.requests(m), topo.batches(m)]), topo.deadLetterQueue]) {
+      const ch = await conn.createChannel();
+      await ch.deleteQueue(q).catch(() => undefined);
+      await ch.close().catch(() => undefined);
+    }
+    const ch = await conn.createChannel();
+    await ch.deleteExchange(topo.deadLetterExchange).catch(() => undefined);
+    await ch.close().catch(() => undefined);
+  } finally {
+    await conn.close();
+  }
+  const store = BatchStore.connect(REDIS_URL, namespace);
+  await store.purgeNamespace();
+  await store.close();
+}
