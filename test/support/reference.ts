@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import type { SampleTensor } from '@ge-mesh/demo-models';
+import * as ort from 'onnxruntime-node';
+import { DEMO_REPOSITORY } from './mesh-harness.js';
+
+/**
+ * The independent reference: the same model file run in this process by
+ * onnxruntime, one request at a time, at the request's own batch size.
+ */
+export class Reference {
+  private readonly sessions = new Map<string, ort.InferenceSession>();
+
+  async run(model: string, inputs: SampleTensor[]): Promise<Record<string, { data: Float32Array; dims: readonly number[] }>> {
+    let s = this.sessions.get(model);
+    if (!s) {
+      s = await ort.InferenceSession.create(join(DEMO_REPOSITORY, model, '1', 'model.onnx'), {
+        intraOpNumThreads: 1,
+        logSeverityLevel: 3,
+      });
+      this.sessions.set(model, s);
+    }
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const t of inputs) feeds[t.name] = new ort.Tensor(t.dataType === 'INT64' ? 'int64' : 'float32', t.data, t.dims);
+    const out = await s.run(feeds);
+    return Object.fromEntries(
+      Object.entries(out).map(([k, v]) => [k, { data: v.data as Float32Array, dims: v.dims }]),
+    );
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sessions.values()) await s.release();
+    this.sessions.clear();
+  }
+}
+
+/** Largest |a−b| / (atol + rtol·|b|); ≤ 1 means within tolerance. */
+export function toleranceRatio(a: ArrayLike<number>, b: ArrayLike<number>, atol: number, rtol: number): number {
+  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    const r = Math.abs(x - y) / (atol + rtol * Math.abs(y));
+    if (!(r <= worst)) worst = Number.isNaN(r) ? Number.POSITIVE_INFINITY : r;
+  }
+  return worst;
+}
+
+/** A KServe v2 JSON request body from sample tensors. */
+export function jsonInferBody(inputs: SampleTensor[], extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    ...extra,
+    inputs: inputs.map((t) => ({
+      name: t.name,
+      shape: t.dims,
+      datatype: t.dataType,
+      data: t.data instanceof BigInt64Array ? Array.from(t.data, Number) : Array.from(t.data),
+    })),
+  });
+}
