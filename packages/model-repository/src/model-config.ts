@@ -1,4 +1,5 @@
 import type { DataType } from '@ge-mesh/protocol';
+import type { ConfigError } from './config-error.js';
 
 /**
  * A model's configuration after `config.pbtxt` was parsed, checked and
@@ -11,6 +12,14 @@ export interface TensorConfig {
   /** Dims without the implicit batch dim; -1 = variable. */
   readonly dims: readonly number[];
   readonly optional: boolean;
+  /** `reshape.shape`: the shape the model sees instead of `dims` (batch dim excluded); absent when not set. */
+  readonly reshape?: readonly number[];
+  /** Inputs only: `format`, when set to other than FORMAT_NONE. */
+  readonly format?: 'FORMAT_NHWC' | 'FORMAT_NCHW';
+  /** Inputs only: `allow_ragged_batch`, when true. */
+  readonly allowRaggedBatch?: boolean;
+  /** Outputs only: `label_filename`, when set. */
+  readonly labelFilename?: string;
 }
 
 export type TimeoutAction = 'REJECT' | 'DELAY';
@@ -42,6 +51,12 @@ export interface InstanceGroupConfig {
 
 export type Runtime = 'ort' | 'ge';
 
+/** Which versions of a model are served (`version_policy`; default latest 1). */
+export type VersionPolicy =
+  | { readonly kind: 'latest'; readonly numVersions: number }
+  | { readonly kind: 'all' }
+  | { readonly kind: 'specific'; readonly versions: readonly number[] };
+
 export interface ModelConfig {
   readonly name: string;
   /** `platform`, or `backend` when platform is unset (as Triton's metadata shows it). */
@@ -60,6 +75,8 @@ export interface ModelConfig {
   readonly tiers: readonly number[];
   readonly defaultModelFilename: string;
   readonly parameters: ReadonlyMap<string, string>;
+  /** Always set by parseModelConfig; optional only so hand-built configs need not spell it. */
+  readonly versionPolicy?: VersionPolicy;
   /** The parsed text-format message, for `/config` and later fields. */
   readonly raw: Readonly<Record<string, unknown>>;
 }
@@ -74,6 +91,17 @@ export interface RepositoryModel {
   readonly name: string;
   readonly dir: string;
   readonly config: ModelConfig;
+  /** The config file read (config.pbtxt, or configs/<name>.pbtxt when one was chosen). */
+  readonly configFile?: string;
   /** Versions that will be served (after version_policy), highest first. */
   readonly versions: readonly ModelVersion[];
+}
+
+/** A scanned model repository. */
+export interface Repository {
+  readonly dir: string;
+  /** The models that loaded, by name. */
+  readonly models: ReadonlyMap<string, RepositoryModel>;
+  /** The models that did not load, by name, each with the first error found. */
+  readonly errors: ReadonlyMap<string, ConfigError>;
 }
