@@ -76,7 +76,13 @@ describe('readModelIO', () => {
     const io = readModelIO(demoModel('resnet18').build());
     assert.deepEqual(io, {
       inputs: [
-        { name: 'input', dataType: 'FP32', dims: [-1, 3, 224, 224], dimParams: ['batch', null, null, null], shapeKnown: true },
+        {
+          name: 'input',
+          dataType: 'FP32',
+          dims: [-1, 3, 224, 224],
+          dimParams: ['batch', null, null, null],
+          shapeKnown: true,
+        },
       ],
       outputs: [{ name: 'logits', dataType: 'FP32', dims: [-1, 1000], dimParams: ['batch', null], shapeKnown: true }],
     });
@@ -90,7 +96,13 @@ describe('readModelIO', () => {
         { name: 'attention_mask', dataType: 'INT64', dims: [-1, 32], dimParams: ['batch', null], shapeKnown: true },
       ],
       outputs: [
-        { name: 'last_hidden_state', dataType: 'FP32', dims: [-1, 32, 64], dimParams: ['batch', null, null], shapeKnown: true },
+        {
+          name: 'last_hidden_state',
+          dataType: 'FP32',
+          dims: [-1, 32, 64],
+          dimParams: ['batch', null, null],
+          shapeKnown: true,
+        },
         { name: 'pooled', dataType: 'FP32', dims: [-1, 64], dimParams: ['batch', null], shapeKnown: true },
       ],
     });
@@ -152,10 +164,23 @@ describe('readModelIO', () => {
         ['scalar', 'BOOL', [], true],
       ],
     );
-    assert.deepEqual(
-      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16].map(dataTypeFromElemType),
-      ['FP32', 'UINT8', 'INT8', 'UINT16', 'INT16', 'INT32', 'INT64', 'BYTES', 'BOOL', 'FP16', 'FP64', 'UINT32', 'UINT64', undefined, 'BF16'],
-    );
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16].map(dataTypeFromElemType), [
+      'FP32',
+      'UINT8',
+      'INT8',
+      'UINT16',
+      'INT16',
+      'INT32',
+      'INT64',
+      'BYTES',
+      'BOOL',
+      'FP16',
+      'FP64',
+      'UINT32',
+      'UINT64',
+      undefined,
+      'BF16',
+    ]);
   });
 
   test('a file without a graph is refused', () => {
@@ -164,12 +189,15 @@ describe('readModelIO', () => {
 });
 
 describe('fixLeadingDim', () => {
-  test('tiny fixed to 4 runs at batch 4 with the free model\'s outputs and rejects batch 2', async () => {
+  test("tiny fixed to 4 runs at batch 4 with the free model's outputs and rejects batch 2", async () => {
     const fixed = fixLeadingDim(tinyBytes, 4);
     assert.deepEqual(readModelIO(fixed).inputs[0]?.dims, [4, 16]);
     assert.deepEqual(readModelIO(fixed).outputs[0]?.dims, [4, 4]);
     assert.deepEqual(await runTiny(fixed, 4), await runTiny(tinyBytes, 4));
-    await assert.rejects(runTiny(fixed, 2), /Got invalid dimensions for input: x for the following indices\n index: 0 Got: 2 Expected: 4/);
+    await assert.rejects(
+      runTiny(fixed, 2),
+      /Got invalid dimensions for input: x for the following indices\n index: 0 Got: 2 Expected: 4/,
+    );
     // The free model still takes any batch.
     assert.equal((await runTiny(tinyBytes, 2)).length, 8);
   });
@@ -218,12 +246,17 @@ describe('fixLeadingDim', () => {
 
   test('unknown leading dims, shared params and value_info are fixed; everything else is kept', () => {
     const fixed = decodeModel(fixLeadingDim(encodeModel(edgeCaseModel()), 8));
-    const dims = (v: { type?: { tensorType?: { shape?: { dim?: unknown[] } } } } | undefined) => v?.type?.tensorType?.shape?.dim;
+    const dims = (v: { type?: { tensorType?: { shape?: { dim?: unknown[] } } } } | undefined) =>
+      v?.type?.tensorType?.shape?.dim;
     const graph = fixed.graph;
     assert.deepEqual(dims(graph?.input?.[0]), [{ dimValue: 8 }, { dimValue: 8 }, { dimValue: 5 }]);
     assert.deepEqual(dims(graph?.input?.[1]), [{ dimValue: 8 }, { dimValue: 3 }]);
     assert.deepEqual(dims(graph?.input?.[2]), [{ dimValue: 2 }, { dimValue: 3 }]);
-    assert.deepEqual(dims(graph?.input?.[3]), [{ dimParam: 'N' }, { dimValue: 3 }], 'an initializer input keeps its shape');
+    assert.deepEqual(
+      dims(graph?.input?.[3]),
+      [{ dimParam: 'N' }, { dimValue: 3 }],
+      'an initializer input keeps its shape',
+    );
     assert.deepEqual(dims(graph?.output?.[0]), [{ dimValue: 8 }, { dimValue: 8 }, { dimValue: 5 }]);
     assert.deepEqual(dims(graph?.output?.[1]), [{ dimValue: 8 }, { dimValue: 3 }]);
     assert.deepEqual(dims(graph?.valueInfo?.[0]), [{ dimValue: 8 }, { dimParam: 'seq' }, { dimValue: 8 }]);
@@ -240,7 +273,10 @@ describe('fixLeadingDim', () => {
 
   test('a batch that is not a positive integer is refused', () => {
     for (const bad of [0, -1, 1.5, Number.NaN]) {
-      assert.throws(() => fixLeadingDim(tinyBytes, bad), { name: 'RangeError', message: `batch must be a positive integer, got ${bad}` });
+      assert.throws(() => fixLeadingDim(tinyBytes, bad), {
+        name: 'RangeError',
+        message: `batch must be a positive integer, got ${bad}`,
+      });
     }
   });
 
@@ -308,7 +344,10 @@ describe('decodeModel / encodeModel', () => {
     assert.deepEqual(node?.[0]?.attribute, [{ name: 'alpha', type: AttributeType.FLOAT, f: 1 }]);
     assert.deepEqual(node?.[1]?.attribute, [{ name: 'perm', type: AttributeType.INTS, ints: [0] }]);
     assert.deepEqual([...(floatTensor('one', [1], [1]).rawData ?? [])], [0x00, 0x00, 0x80, 0x3f]);
-    assert.deepEqual([...(int64Tensor('m', [1], [-2]).rawData ?? [])], [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+    assert.deepEqual(
+      [...(int64Tensor('m', [1], [-2]).rawData ?? [])],
+      [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+    );
     assert.throws(() => floatTensor('bad', [2, 2], [1, 2, 3]), /tensor bad: dims \[2,2\] need 4 values, got 3/);
     assert.throws(() => g.input('x', 'FP32', [1]), /value name x is already used in graph attrs/);
   });

@@ -15,5 +15,7 @@ const only = values.only?.split(',').filter(Boolean);
 for (const m of await ensureDemoModels(outDir, only ? { only } : {})) {
   const size = m.bytes >= 1e6 ? `${(m.bytes / 1e6).toFixed(1)} MB` : `${(m.bytes / 1e3).toFixed(1)} kB`;
   const state = m.written ? 'written' : 'unchanged';
-  console.log(`${m.name.padEnd(13)} ${state.padEnd(9)} ${size.padStart(8)}  sha256 ${m.sha256.slice(0, 16)}  ${relative(process.cwd(), m.path)}`);
+  console.log(
+    `${m.name.padEnd(13)} ${state.padEnd(9)} ${size.padStart(8)}  sha256 ${m.sha256.slice(0, 16)}  ${relative(process.cwd(), m.path)}`,
+  );
 }

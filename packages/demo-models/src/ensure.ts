@@ -41,7 +41,7 @@ async function ensureModel(outDir: string, model: DemoModel): Promise<EnsuredMod
   const bytes = model.build();
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const existing = await readFile(path).catch(() => undefined);
-  const written = !existing || !existing.equals(bytes);
+  const written = !existing?.equals(bytes);
   if (written) {
     await mkdir(dirname(path), { recursive: true });
     const tmp = `${path}.${process.pid}.tmp`;

@@ -18,7 +18,8 @@ export interface SampleTensor {
 export function sampleInputs(model: DemoModel, batch: number, seed: number): SampleTensor[] {
   return model.inputs.map((input, k) => {
     const perSample = input.dims.reduce((a, b) => a * b, 1);
-    const data = input.dataType === 'INT64' ? new BigInt64Array(batch * perSample) : new Float32Array(batch * perSample);
+    const data =
+      input.dataType === 'INT64' ? new BigInt64Array(batch * perSample) : new Float32Array(batch * perSample);
     for (let i = 0; i < batch; i++) {
       const prng = createPrng(Math.imul(seed + i, 0x9e3779b1) ^ (k + 1));
       fillSample(input, prng, data, i * perSample, perSample);

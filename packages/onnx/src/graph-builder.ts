@@ -111,7 +111,12 @@ export class GraphBuilder {
   }
 
   /** Adds a single-output node and returns its output name (or `output` when given). */
-  op(opType: string, inputs: readonly string[], attrs: Readonly<Record<string, AttrValue>> = {}, output?: string): string {
+  op(
+    opType: string,
+    inputs: readonly string[],
+    attrs: Readonly<Record<string, AttrValue>> = {},
+    output?: string,
+  ): string {
     return this.node(opType, inputs, attrs, output === undefined ? 1 : [output])[0] as string;
   }
 

@@ -19,7 +19,12 @@ export function buildResnet18(): Uint8Array {
 
   let x = conv(g, prng, 'conv1', input, 3, 64, 7, 2, 1);
   x = g.op('Relu', [x], {}, 'relu1');
-  x = g.op('MaxPool', [x], { kernel_shape: attr.ints(3, 3), strides: attr.ints(2, 2), pads: attr.ints(1, 1, 1, 1) }, 'maxpool');
+  x = g.op(
+    'MaxPool',
+    [x],
+    { kernel_shape: attr.ints(3, 3), strides: attr.ints(2, 2), pads: attr.ints(1, 1, 1, 1) },
+    'maxpool',
+  );
 
   let channels = 64;
   for (const [stage, width] of [64, 128, 256, 512].entries()) {
@@ -46,7 +51,15 @@ export function buildResnet18(): Uint8Array {
 }
 
 /** relu(conv2(relu(conv1(x))) + shortcut(x)), with a 1×1 projection when the shape changes. */
-function basicBlock(g: GraphBuilder, prng: Prng, name: string, x: string, inC: number, outC: number, stride: number): string {
+function basicBlock(
+  g: GraphBuilder,
+  prng: Prng,
+  name: string,
+  x: string,
+  inC: number,
+  outC: number,
+  stride: number,
+): string {
   let y = conv(g, prng, `${name}.conv1`, x, inC, outC, 3, stride, 1);
   y = g.op('Relu', [y], {}, `${name}.relu1`);
   y = conv(g, prng, `${name}.conv2`, y, outC, outC, 3, 1, RESIDUAL_GAIN);
@@ -55,7 +68,17 @@ function basicBlock(g: GraphBuilder, prng: Prng, name: string, x: string, inC: n
 }
 
 /** A k×k conv with "same" padding and a bias (the folded BatchNorm shift). */
-function conv(g: GraphBuilder, prng: Prng, name: string, x: string, inC: number, outC: number, k: number, stride: number, gain: number): string {
+function conv(
+  g: GraphBuilder,
+  prng: Prng,
+  name: string,
+  x: string,
+  inC: number,
+  outC: number,
+  k: number,
+  stride: number,
+  gain: number,
+): string {
   const fanIn = inC * k * k;
   const w = g.floats(`${name}.weight`, [outC, inC, k, k], heUniform(prng, outC * fanIn, fanIn, gain));
   const b = g.floats(`${name}.bias`, [outC], prng.floats(outC, -0.05, 0.05));

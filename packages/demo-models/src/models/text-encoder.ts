@@ -30,7 +30,11 @@ export function buildTextEncoder(): Uint8Array {
 
   const wordTable = g.floats('embeddings.word', [TEXT_VOCAB, HIDDEN], prng.floats(TEXT_VOCAB * HIDDEN, -1, 1));
   const posTable = g.floats('embeddings.position', [TEXT_SEQ, HIDDEN], prng.floats(TEXT_SEQ * HIDDEN, -0.5, 0.5));
-  const positions = g.int64s('embeddings.position_ids', [TEXT_SEQ], Array.from({ length: TEXT_SEQ }, (_, i) => i));
+  const positions = g.int64s(
+    'embeddings.position_ids',
+    [TEXT_SEQ],
+    Array.from({ length: TEXT_SEQ }, (_, i) => i),
+  );
   const words = g.op('Gather', [wordTable, ids], { axis: attr.int(0) }, 'embeddings.words');
   const pos = g.op('Gather', [posTable, positions], { axis: attr.int(0) }, 'embeddings.positions');
   let h = layerNorm(g, prng, 'embeddings.ln', g.op('Add', [words, pos], {}, 'embeddings.sum'));
@@ -50,7 +54,12 @@ export function buildTextEncoder(): Uint8Array {
   // Masked mean over tokens; the count is clamped to 1 so an all-padding row gives zeros, not NaN.
   const mask3 = g.op('Unsqueeze', [maskF, g.int64s('const.axes_2', [1], [2])], {}, 'pool.mask');
   const axis1 = g.int64s('const.axes_1', [1], [1]);
-  const summed = g.op('ReduceSum', [g.op('Mul', [h, mask3], {}, 'pool.masked'), axis1], { keepdims: attr.int(0) }, 'pool.sum');
+  const summed = g.op(
+    'ReduceSum',
+    [g.op('Mul', [h, mask3], {}, 'pool.masked'), axis1],
+    { keepdims: attr.int(0) },
+    'pool.sum',
+  );
   const count = g.op('ReduceSum', [mask3, axis1], { keepdims: attr.int(0) }, 'pool.count');
   g.op('Div', [summed, g.op('Max', [count, one], {}, 'pool.count_min1')], {}, 'pooled');
 
@@ -78,7 +87,14 @@ function encoderLayer(
   const heads = (role: string, perm: number[]) =>
     g.op(
       'Transpose',
-      [g.op('Reshape', [linear(g, prng, `${name}.attn.${role}`, x, HIDDEN, HIDDEN), headShape], {}, `${name}.attn.${role}.split`)],
+      [
+        g.op(
+          'Reshape',
+          [linear(g, prng, `${name}.attn.${role}`, x, HIDDEN, HIDDEN), headShape],
+          {},
+          `${name}.attn.${role}.split`,
+        ),
+      ],
       { perm: attr.ints(...perm) },
       `${name}.attn.${role}.heads`,
     );
@@ -88,7 +104,12 @@ function encoderLayer(
 
   const scale = g.floats(`${name}.attn.scale`, [], [1 / Math.sqrt(HEAD_DIM)]);
   const scores = g.op('Mul', [g.op('MatMul', [q, kT], {}, `${name}.attn.qk`), scale], {}, `${name}.attn.scores`);
-  const probs = g.op('Softmax', [g.op('Add', [scores, scoreBias], {}, `${name}.attn.masked`)], { axis: attr.int(-1) }, `${name}.attn.probs`);
+  const probs = g.op(
+    'Softmax',
+    [g.op('Add', [scores, scoreBias], {}, `${name}.attn.masked`)],
+    { axis: attr.int(-1) },
+    `${name}.attn.probs`,
+  );
   const ctx = g.op('MatMul', [probs, v], {}, `${name}.attn.context`);
   const merged = g.op(
     'Reshape',
