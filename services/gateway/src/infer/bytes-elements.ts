@@ -1,0 +1,53 @@
+/**
+ * The BYTES tensor layout: each element is a uint32 little-endian length
+ * followed by that many bytes, elements back to back.
+ */
+
+export function readU32LE(b: Uint8Array, at: number): number {
+  return ((b[at] as number) | ((b[at + 1] as number) << 8) | ((b[at + 2] as number) << 16)) + (b[at + 3] as number) * 0x1000000;
+}
+
+/** How a BYTES buffer failed to hold the expected elements. */
+export type BytesLayoutError =
+  | { kind: 'incomplete-length'; available: number }
+  | { kind: 'too-many'; checked: number }
+  | { kind: 'truncated'; element: number; length: number; available: number }
+  | { kind: 'count'; got: number };
+
+/**
+ * Walks a BYTES buffer and checks it holds exactly `expected` whole elements;
+ * returns null when it does. Stops at the first problem, in Triton's order.
+ */
+export function checkBytesLayout(data: Uint8Array, expected: number): BytesLayoutError | null {
+  let pos = 0;
+  let checked = 0;
+  while (pos < data.length) {
+    if (data.length - pos < 4) return { kind: 'incomplete-length', available: data.length - pos };
+    const len = readU32LE(data, pos);
+    checked++;
+    if (checked > expected) return { kind: 'too-many', checked };
+    pos += 4;
+    if (len > data.length - pos) return { kind: 'truncated', element: checked - 1, length: len, available: data.length - pos };
+    pos += len;
+  }
+  return checked === expected ? null : { kind: 'count', got: checked };
+}
+
+/**
+ * The first `count` elements as strings (UTF-8; invalid sequences become
+ * U+FFFD), or null when the buffer ends before them.
+ */
+export function decodeBytesElements(data: Uint8Array, count: number): string[] | null {
+  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const out = new Array<string>(count);
+  let pos = 0;
+  for (let i = 0; i < count; i++) {
+    if (pos + 4 > buf.length) return null;
+    const len = readU32LE(buf, pos);
+    pos += 4;
+    if (pos + len > buf.length) return null;
+    out[i] = buf.toString('utf8', pos, pos + len);
+    pos += len;
+  }
+  return out;
+}

@@ -1,0 +1,26 @@
+/**
+ * The KServe v2 inference request/response layer of the gateway, free of I/O:
+ *
+ *   body ──parseInferBody──► ParsedInfer ──validateInfer(config)──► ValidatedInfer ──► broker
+ *   worker outputs ──encodeInferResponse──► { body, contentType, headerLength? } ──► HTTP
+ *   any error ──errorBody / errorStatus──► {"error": message} with its HTTP status
+ *
+ * Errors are MeshError with a stable code from @ge-mesh/protocol's ERRORS
+ * table and Triton's own message text (see messages.ts for the few cases
+ * where GE Mesh is stricter than Triton).
+ */
+export { parseInferBody } from './parse-body.js';
+export { validateInfer } from './validate.js';
+export { encodeInferResponse } from './encode-response.js';
+export { errorBody, errorStatus } from './error-body.js';
+export { formatJsonDouble } from './tensor-to-json.js';
+export { formatCFixed6 } from './classification.js';
+export type {
+  ClassificationRequest,
+  EncodedResponse,
+  InferResult,
+  ParsedInfer,
+  ParsedOutput,
+  RequestedOutput,
+  ValidatedInfer,
+} from './types.js';
