@@ -330,6 +330,10 @@ class Parser {
       const t = this.peek();
       if (isSymbol(t, ',')) {
         this.next();
+        const after = this.peek();
+        if (isSymbol(after, ']')) {
+          this.fail('syntax', pos(t), `a list cannot end with ',': remove the ',' before ']' in the list of '${name}'`, path);
+        }
         continue;
       }
       if (isSymbol(t, ']')) {
