@@ -14,7 +14,10 @@ type TypedCtor<T> = {
 export function typedView<T>(Ctor: TypedCtor<T>, data: Uint8Array, count: number): T {
   const bpe = Ctor.BYTES_PER_ELEMENT;
   if (data.byteOffset % bpe === 0) return new Ctor(data.buffer, data.byteOffset, count);
-  return new Ctor(data.slice(0, count * bpe).buffer, 0, count);
+  // Not data.slice(): on a Buffer that is a view, not a copy.
+  const copy = new Uint8Array(count * bpe);
+  copy.set(data.subarray(0, count * bpe));
+  return new Ctor(copy.buffer, 0, count);
 }
 
 /**
