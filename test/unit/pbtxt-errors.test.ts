@@ -108,7 +108,7 @@ describe('text format errors: unterminated and misplaced delimiters', () => {
       title: 'a single-quoted string cut off by the end of the file',
       text: "backend: 'npu_ge",
       message:
-        "1:10: unterminated string: add the closing ' on the same line (a string cannot span lines; join adjacent \"...\" \"...\" literals instead)",
+        '1:10: unterminated string: add the closing \' on the same line (a string cannot span lines; join adjacent "..." "..." literals instead)',
       kind: 'syntax',
       field: 'backend',
     },
@@ -284,7 +284,8 @@ describe('text format errors: values of the wrong kind', () => {
     {
       title: 'a scalar for a message field',
       text: 'dynamic_batching: 5',
-      message: "1:19: field 'dynamic_batching' takes a message (ModelDynamicBatching): write dynamic_batching { ... }, found 5",
+      message:
+        "1:19: field 'dynamic_batching' takes a message (ModelDynamicBatching): write dynamic_batching { ... }, found 5",
       kind: 'type',
       field: 'dynamic_batching',
     },
@@ -327,7 +328,8 @@ describe('text format errors: values of the wrong kind', () => {
     {
       title: 'a word that is not a bool',
       text: 'input { optional: yes }',
-      message: "1:19: field 'optional' takes a bool (true or false), found 'yes' (also accepted: True, False, t, f, 1, 0)",
+      message:
+        "1:19: field 'optional' takes a bool (true or false), found 'yes' (also accepted: True, False, t, f, 1, 0)",
       kind: 'type',
       field: 'input[0].optional',
     },

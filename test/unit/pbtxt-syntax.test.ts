@@ -34,7 +34,9 @@ describe('text format: structure', () => {
   });
 
   it('makes the colon optional before a message and accepts {} and <> delimiters', () => {
-    const raw = parse('dynamic_batching: { max_queue_delay_microseconds: 5 } response_cache < enable: true > model_transaction_policy { }');
+    const raw = parse(
+      'dynamic_batching: { max_queue_delay_microseconds: 5 } response_cache < enable: true > model_transaction_policy { }',
+    );
     assert.deepEqual(raw, {
       dynamic_batching: { max_queue_delay_microseconds: 5 },
       response_cache: { enable: true },
@@ -50,7 +52,9 @@ describe('text format: structure', () => {
   it('collects repeated fields by repetition, by [a, b] lists and by both mixed, in order', () => {
     const raw = parse('input { dims: 1 dims: [2, 3] dims: 4 dims: [] dims: [5] }');
     assert.deepEqual(raw, { input: [{ dims: [1, 2, 3, 4, 5] }] });
-    const messages = parse('input [ { name: "a" }, { name: "b" } ] input { name: "c" } input: [ < name: "d" > ] input []');
+    const messages = parse(
+      'input [ { name: "a" }, { name: "b" } ] input { name: "c" } input: [ < name: "d" > ] input []',
+    );
     assert.deepEqual(
       (messages.input as { name: string }[]).map((i) => i.name),
       ['a', 'b', 'c', 'd'],
@@ -93,7 +97,9 @@ describe('text format: scalar values', () => {
 
   it('reads every bool spelling: true/True/t/1 and false/False/f/0 (and 0/1 in hex or octal)', () => {
     const spellings = ['true', 'True', 't', '1', '0x1', '01', 'false', 'False', 'f', '0', '0x0', '00'];
-    const got = spellings.map((s) => (parse(`response_cache { enable: ${s} }`).response_cache as { enable: boolean }).enable);
+    const got = spellings.map(
+      (s) => (parse(`response_cache { enable: ${s} }`).response_cache as { enable: boolean }).enable,
+    );
     assert.deepEqual(got, [true, true, true, true, true, true, false, false, false, false, false, false]);
     assert.deepEqual(parse('sequence_batching { control_input { control { bool_false_true: [ f, True ] } } }'), {
       sequence_batching: { control_input: [{ control: [{ bool_false_true: [false, true] }] }] },
@@ -132,7 +138,11 @@ describe('text format: scalar values', () => {
     assert.equal(parse('max_batch_size: 2147483647').max_batch_size, 2147483647);
     assert.equal(parse('max_batch_size: -2147483648').max_batch_size, -2147483648);
     assert.equal(
-      (parse('response_cache {} instance_group { rate_limiter { priority: 4294967295 } }').instance_group as { rate_limiter: { priority: number } }[])[0]?.rate_limiter.priority,
+      (
+        parse('response_cache {} instance_group { rate_limiter { priority: 4294967295 } }').instance_group as {
+          rate_limiter: { priority: number };
+        }[]
+      )[0]?.rate_limiter.priority,
       4294967295,
     );
     assert.deepEqual(parse('dynamic_batching { max_queue_delay_microseconds: 9007199254740991 }'), {
@@ -196,7 +206,9 @@ describe('text format: maps', () => {
   });
 
   it('reads map<string, string> fields and defaults a missing value to ""', () => {
-    const raw = parse('metric_tags { key: "team" value: "vision" } metric_tags { key: "x" } cc_model_filenames: [ { key: "7.5", value: "a.onnx" } ]');
+    const raw = parse(
+      'metric_tags { key: "team" value: "vision" } metric_tags { key: "x" } cc_model_filenames: [ { key: "7.5", value: "a.onnx" } ]',
+    );
     assert.deepEqual(raw, { metric_tags: { team: 'vision', x: '' }, cc_model_filenames: { '7.5': 'a.onnx' } });
   });
 
@@ -210,7 +222,9 @@ describe('text format: maps', () => {
 
 describe('text format: oneofs and whole configs', () => {
   it('accepts each member of version_policy alone', () => {
-    assert.deepEqual(parse('version_policy { latest { num_versions: 2 } }').version_policy, { latest: { num_versions: 2 } });
+    assert.deepEqual(parse('version_policy { latest { num_versions: 2 } }').version_policy, {
+      latest: { num_versions: 2 },
+    });
     assert.deepEqual(parse('version_policy: { all {} }').version_policy, { all: {} });
     assert.deepEqual(parse('version_policy: { specific: { versions: [1, 3] } }').version_policy, {
       specific: { versions: [1, 3] },
@@ -272,7 +286,9 @@ describe('text format: oneofs and whole configs', () => {
         allow_timeout_override: true,
         max_queue_size: 32,
       },
-      priority_queue_policy: { '1': { timeout_action: 'REJECT', default_timeout_microseconds: 1000, max_queue_size: 4 } },
+      priority_queue_policy: {
+        '1': { timeout_action: 'REJECT', default_timeout_microseconds: 1000, max_queue_size: 4 },
+      },
     });
     assert.deepEqual(raw.instance_group, [
       {
@@ -389,7 +405,14 @@ describe('text format: oneofs and whole configs', () => {
 describe('text format: source positions', () => {
   it('records where each field, element and map entry was written', () => {
     const raw = parse(
-      ['name: "a"', 'input {', '  dims: [ 3,', '          224 ]', '}', 'parameters { key: "k" value { string_value: "v" } }'].join('\n'),
+      [
+        'name: "a"',
+        'input {',
+        '  dims: [ 3,',
+        '          224 ]',
+        '}',
+        'parameters { key: "k" value { string_value: "v" } }',
+      ].join('\n'),
     );
     assert.deepEqual(sourcePosition(raw, 'name'), { line: 1, column: 1 });
     assert.deepEqual(valuePosition(raw, 'name'), { line: 1, column: 7 });

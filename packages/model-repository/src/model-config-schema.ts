@@ -6,10 +6,10 @@
  */
 import {
   type EnumSchema,
-  type MessageSchema,
   enumField,
   enumOf,
   inOneof,
+  type MessageSchema,
   mapField,
   message,
   repeatedMessage,
@@ -17,34 +17,38 @@ import {
   scalar,
 } from './text-format/schema.js';
 
-export const DATA_TYPE_ENUM: EnumSchema = enumOf('DataType', [
-  'TYPE_INVALID',
-  'TYPE_BOOL',
-  'TYPE_UINT8',
-  'TYPE_UINT16',
-  'TYPE_UINT32',
-  'TYPE_UINT64',
-  'TYPE_INT8',
-  'TYPE_INT16',
-  'TYPE_INT32',
-  'TYPE_INT64',
-  'TYPE_FP16',
-  'TYPE_FP32',
-  'TYPE_FP64',
-  'TYPE_STRING',
-  'TYPE_BF16',
-], {
-  TYPE_FLOAT: 'TYPE_FP32',
-  TYPE_FLOAT32: 'TYPE_FP32',
-  TYPE_FLOAT16: 'TYPE_FP16',
-  TYPE_HALF: 'TYPE_FP16',
-  TYPE_DOUBLE: 'TYPE_FP64',
-  TYPE_FLOAT64: 'TYPE_FP64',
-  TYPE_BFLOAT16: 'TYPE_BF16',
-  TYPE_BYTES: 'TYPE_STRING',
-  TYPE_INT: 'TYPE_INT32',
-  TYPE_UINT: 'TYPE_UINT32',
-});
+export const DATA_TYPE_ENUM: EnumSchema = enumOf(
+  'DataType',
+  [
+    'TYPE_INVALID',
+    'TYPE_BOOL',
+    'TYPE_UINT8',
+    'TYPE_UINT16',
+    'TYPE_UINT32',
+    'TYPE_UINT64',
+    'TYPE_INT8',
+    'TYPE_INT16',
+    'TYPE_INT32',
+    'TYPE_INT64',
+    'TYPE_FP16',
+    'TYPE_FP32',
+    'TYPE_FP64',
+    'TYPE_STRING',
+    'TYPE_BF16',
+  ],
+  {
+    TYPE_FLOAT: 'TYPE_FP32',
+    TYPE_FLOAT32: 'TYPE_FP32',
+    TYPE_FLOAT16: 'TYPE_FP16',
+    TYPE_HALF: 'TYPE_FP16',
+    TYPE_DOUBLE: 'TYPE_FP64',
+    TYPE_FLOAT64: 'TYPE_FP64',
+    TYPE_BFLOAT16: 'TYPE_BF16',
+    TYPE_BYTES: 'TYPE_STRING',
+    TYPE_INT: 'TYPE_INT32',
+    TYPE_UINT: 'TYPE_UINT32',
+  },
+);
 
 const dataType = enumField(DATA_TYPE_ENUM);
 

@@ -17,9 +17,9 @@ import type {
   VersionPolicy,
 } from './model-config.js';
 import { ModelIOError, readModelFileIO, tensorsFromModel } from './model-io.js';
-import { type TextMessage, parseTextProto } from './text-format/parser.js';
+import { parseTextProto, type TextMessage } from './text-format/parser.js';
 import { sourcePosition, valuePosition } from './text-format/positions.js';
-import { TierError, deriveTiers } from './tiers.js';
+import { deriveTiers, TierError } from './tiers.js';
 
 export interface ParseModelConfigOptions {
   /** The config's path, as error messages should show it. */
@@ -130,7 +130,11 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
       throw new ConfigError({ kind: 'invalid', file: modelFile, field: missing, detail: e.message });
     }
     if (input.length === 0 || output.length === 0) {
-      r.fail(`neither the config nor the model file lists any ${input.length === 0 ? 'input' : 'output'}`, undefined, missing);
+      r.fail(
+        `neither the config nor the model file lists any ${input.length === 0 ? 'input' : 'output'}`,
+        undefined,
+        missing,
+      );
     }
   }
 
@@ -191,7 +195,11 @@ function readRuntime(raw: Msg, r: Reader): { runtime: Runtime; platform: string;
     return runtime;
   };
   if (backend === '' && platform === '') {
-    r.fail(`the config sets neither 'backend' nor 'platform'; add backend: "onnxruntime" or backend: "npu_ge"`, undefined, 'backend');
+    r.fail(
+      `the config sets neither 'backend' nor 'platform'; add backend: "onnxruntime" or backend: "npu_ge"`,
+      undefined,
+      'backend',
+    );
   }
   const fromBackend = backend !== '' ? lookup('backend', backend) : undefined;
   const fromPlatform = platform !== '' ? lookup('platform', platform) : undefined;
@@ -267,7 +275,11 @@ function readTensors(raw: Msg, role: 'input' | 'output', maxBatchSize: number, r
     const format = str(m, 'format');
     if (format === 'FORMAT_NHWC' || format === 'FORMAT_NCHW') {
       if (dims.length !== 3) {
-        r.fail(`${role} '${name}' has format ${format}, which needs exactly 3 dims`, valuePosition(m, 'format'), `${path}.format`);
+        r.fail(
+          `${role} '${name}' has format ${format}, which needs exactly 3 dims`,
+          valuePosition(m, 'format'),
+          `${path}.format`,
+        );
       }
       tensor.format = format;
     }
@@ -309,7 +321,7 @@ function readInstanceGroups(raw: Msg, modelName: string, r: Reader): InstanceGro
       );
     }
     // Triton treats a count below 1 as unset.
-    const count = num(g, 'count') < 1 ? 1 : num(g, 'count');
+    const count = Math.max(1, num(g, 'count'));
     return { name, kind, count, gpus };
   });
 }
@@ -387,7 +399,9 @@ function readDynamicBatching(raw: Msg, maxBatchSize: number, r: Reader): Dynamic
         badKey === undefined
           ? (sourcePosition(db, 'default_queue_policy') ?? valuePosition(db, 'preserve_ordering'))
           : sourcePosition(db, 'priority_queue_policy', String(badKey)),
-        badKey === undefined ? 'dynamic_batching.default_queue_policy' : `dynamic_batching.priority_queue_policy[${badKey}]`,
+        badKey === undefined
+          ? 'dynamic_batching.default_queue_policy'
+          : `dynamic_batching.priority_queue_policy[${badKey}]`,
       );
     }
   }
@@ -435,7 +449,11 @@ function readVersionPolicy(raw: Msg, r: Reader): VersionPolicy {
     const specific = vp.specific as Msg;
     const versions = nums(specific, 'versions');
     if (versions.length === 0) {
-      r.fail('version_policy specific lists no versions; add versions: [1]', sourcePosition(vp, 'specific'), 'version_policy.specific.versions');
+      r.fail(
+        'version_policy specific lists no versions; add versions: [1]',
+        sourcePosition(vp, 'specific'),
+        'version_policy.specific.versions',
+      );
     }
     versions.forEach((v, i) => {
       if (v < 1) {

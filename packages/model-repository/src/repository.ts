@@ -4,13 +4,13 @@
  * `<repo>/<model>/<version>/<model file>`.
  */
 import type { Dirent } from 'node:fs';
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
 import { ConfigError } from './config-error.js';
 import type { ModelVersion, Repository, RepositoryModel, VersionPolicy } from './model-config.js';
 import { modelConfigFromMessage, versionPolicyOf } from './parse-model-config.js';
-import { type TextMessage, parseTextProto } from './text-format/parser.js';
+import { parseTextProto, type TextMessage } from './text-format/parser.js';
 import { sourcePosition } from './text-format/positions.js';
 
 export interface LoadOptions {
@@ -190,7 +190,9 @@ function selectVersions(
 }
 
 function hasIO(raw: TextMessage): boolean {
-  return ((raw.input as unknown[] | undefined)?.length ?? 0) > 0 && ((raw.output as unknown[] | undefined)?.length ?? 0) > 0;
+  return (
+    ((raw.input as unknown[] | undefined)?.length ?? 0) > 0 && ((raw.output as unknown[] | undefined)?.length ?? 0) > 0
+  );
 }
 
 function missingModelFile(path: string, version: string, filename: string, cause: unknown): ConfigError {

@@ -108,13 +108,19 @@ function parseInputShape(text: string, inputNames: readonly string[]): GeInputSh
     .map((e) => e.trim())
     .filter((e) => e !== '');
   if (entries.length === 0) {
-    throw new TierError(GE_INPUT_SHAPE_KEY, `'${GE_INPUT_SHAPE_KEY}' is empty; write "name:d0,d1,..." per input, joined by ';'`);
+    throw new TierError(
+      GE_INPUT_SHAPE_KEY,
+      `'${GE_INPUT_SHAPE_KEY}' is empty; write "name:d0,d1,..." per input, joined by ';'`,
+    );
   }
   return entries.map((entry) => {
     // Tensor names may themselves contain ':' (e.g. "x:0"), so the last one separates the dims.
     const colon = entry.lastIndexOf(':');
     if (colon <= 0) {
-      throw new TierError(GE_INPUT_SHAPE_KEY, `'${GE_INPUT_SHAPE_KEY}' entry "${entry}" is not of the form name:d0,d1,...`);
+      throw new TierError(
+        GE_INPUT_SHAPE_KEY,
+        `'${GE_INPUT_SHAPE_KEY}' entry "${entry}" is not of the form name:d0,d1,...`,
+      );
     }
     const name = entry.slice(0, colon).trim();
     const dimsText = entry.slice(colon + 1).trim();
@@ -142,13 +148,19 @@ function parseGears(text: string, holes: number): number[][] {
     .map((g) => g.trim())
     .filter((g) => g !== '');
   if (gears.length === 0) {
-    throw new TierError(GE_DYNAMIC_DIMS_KEY, `'${GE_DYNAMIC_DIMS_KEY}' lists no gears; write them joined by ';', e.g. "1;2;4;8"`);
+    throw new TierError(
+      GE_DYNAMIC_DIMS_KEY,
+      `'${GE_DYNAMIC_DIMS_KEY}' lists no gears; write them joined by ';', e.g. "1;2;4;8"`,
+    );
   }
   return gears.map((gear) => {
     const values = gear.split(',').map((v) => v.trim());
     const bad = values.find((v) => !/^[1-9]\d*$/.test(v));
     if (bad !== undefined) {
-      throw new TierError(GE_DYNAMIC_DIMS_KEY, `gear "${gear}" in '${GE_DYNAMIC_DIMS_KEY}' has "${bad}"; gear values are positive integers`);
+      throw new TierError(
+        GE_DYNAMIC_DIMS_KEY,
+        `gear "${gear}" in '${GE_DYNAMIC_DIMS_KEY}' has "${bad}"; gear values are positive integers`,
+      );
     }
     if (values.length !== holes) {
       throw new TierError(

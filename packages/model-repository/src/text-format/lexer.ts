@@ -12,7 +12,12 @@ export type Token =
   | (SourcePosition & { readonly type: 'ident'; readonly text: string })
   /** `value` is the decoded string; `text` the literal as written. */
   | (SourcePosition & { readonly type: 'string'; readonly text: string; readonly value: string })
-  | (SourcePosition & { readonly type: 'int'; readonly text: string; readonly value: bigint; readonly radix: 8 | 10 | 16 })
+  | (SourcePosition & {
+      readonly type: 'int';
+      readonly text: string;
+      readonly value: bigint;
+      readonly radix: 8 | 10 | 16;
+    })
   | (SourcePosition & { readonly type: 'float'; readonly text: string; readonly value: number })
   | (SourcePosition & { readonly type: 'symbol'; readonly text: string })
   | (SourcePosition & { readonly type: 'eof'; readonly text: '' });

@@ -263,7 +263,12 @@ class Parser {
       const one = () => {
         const open = this.peek();
         if (!isSymbol(open, '{') && !isSymbol(open, '<')) {
-          this.fail('type', pos(open), `field '${name}' takes ${kindPhrase(field)}: write ${name} { ... }, found ${describe(open)}`, path);
+          this.fail(
+            'type',
+            pos(open),
+            `field '${name}' takes ${kindPhrase(field)}: write ${name} { ... }, found ${describe(open)}`,
+            path,
+          );
         }
         this.next();
         const closer = open.text === '{' ? '}' : '>';
@@ -299,7 +304,12 @@ class Parser {
       } else if (isSymbol(t, '{') || isSymbol(t, '<')) {
         this.fail('type', pos(t), `field '${name}' takes ${kindPhrase(field)}, not a message`, path);
       } else {
-        this.fail('syntax', pos(t), `expected ':' after '${name}', found ${describe(t)} (a scalar field needs a colon)`, path);
+        this.fail(
+          'syntax',
+          pos(t),
+          `expected ':' after '${name}', found ${describe(t)} (a scalar field needs a colon)`,
+          path,
+        );
       }
       const v = this.peek();
       if (isSymbol(v, '[')) {
@@ -332,7 +342,12 @@ class Parser {
         this.next();
         const after = this.peek();
         if (isSymbol(after, ']')) {
-          this.fail('syntax', pos(t), `a list cannot end with ',': remove the ',' before ']' in the list of '${name}'`, path);
+          this.fail(
+            'syntax',
+            pos(t),
+            `a list cannot end with ',': remove the ',' before ']' in the list of '${name}'`,
+            path,
+          );
         }
         continue;
       }
@@ -341,7 +356,12 @@ class Parser {
         return;
       }
       if (t.type === 'eof') {
-        this.fail('syntax', pos(open), `list of '${name}' is never closed: add ']' (reached the end of the file)`, path);
+        this.fail(
+          'syntax',
+          pos(open),
+          `list of '${name}' is never closed: add ']' (reached the end of the file)`,
+          path,
+        );
       }
       this.fail('syntax', pos(t), `expected ',' or ']' in the list of '${name}', found ${describe(t)}`, path);
     }
@@ -359,9 +379,15 @@ class Parser {
         this.fail('syntax', pos(tok), `expected a number after '-', found ${describe(tok)}`, path);
       }
     }
-    const shown = (neg ? '-' : '') + (tok.type === 'string' ? describe(tok) : tok.type === 'ident' ? tok.text : describe(tok));
+    const shown =
+      (neg ? '-' : '') + (tok.type === 'string' ? describe(tok) : tok.type === 'ident' ? tok.text : describe(tok));
     const wrongKind = (hint = ''): never =>
-      this.fail('type', at, `field '${name}' takes ${kindPhrase(field)}, found ${neg ? `'${shown}'` : describe(tok)}${hint}`, path);
+      this.fail(
+        'type',
+        at,
+        `field '${name}' takes ${kindPhrase(field)}, found ${neg ? `'${shown}'` : describe(tok)}${hint}`,
+        path,
+      );
 
     switch (field.kind) {
       case 'string': {
@@ -377,7 +403,8 @@ class Parser {
           if (TRUE_NAMES.has(tok.text)) return { value: true, at };
           if (FALSE_NAMES.has(tok.text)) return { value: false, at };
         }
-        if (!neg && tok.type === 'int' && (tok.value === 0n || tok.value === 1n)) return { value: tok.value === 1n, at };
+        if (!neg && tok.type === 'int' && (tok.value === 0n || tok.value === 1n))
+          return { value: tok.value === 1n, at };
         return wrongKind(' (also accepted: True, False, t, f, 1, 0)');
       }
       case 'enum': {
@@ -440,7 +467,12 @@ class Parser {
         if (tok.type === 'float') return { value: sign * tok.value, at };
         if (tok.type === 'int') {
           if (tok.radix !== 10) {
-            this.fail('type', at, `field '${name}' takes ${kindPhrase(field)}; octal and hex are not allowed, write ${Number(tok.value)}`, path);
+            this.fail(
+              'type',
+              at,
+              `field '${name}' takes ${kindPhrase(field)}; octal and hex are not allowed, write ${Number(tok.value)}`,
+              path,
+            );
           }
           return { value: sign * Number(tok.value), at };
         }
