@@ -123,7 +123,10 @@ interface DecodedOutput {
 }
 
 /** Splits a response into its JSON and the blobs of its binary outputs. */
-function decodeResponse(r: { body: Buffer; headerLength?: number }): { head: Record<string, unknown>; outputs: DecodedOutput[] } {
+function decodeResponse(r: { body: Buffer; headerLength?: number }): {
+  head: Record<string, unknown>;
+  outputs: DecodedOutput[];
+} {
   const headLen = r.headerLength ?? r.body.length;
   const head = JSON.parse(r.body.subarray(0, headLen).toString('utf8')) as Record<string, unknown>;
   let at = headLen;
@@ -177,14 +180,30 @@ describe('parseInferBody: JSON data', () => {
   }
 
   it('nesting need not follow the shape; only the element count must', () => {
-    const p = parseInferBody(json({ inputs: [{ name: 'x', datatype: 'INT32', shape: [2, 3], data: [[1, 2], [3, [4, 5, 6]]] }] }));
+    const p = parseInferBody(
+      json({
+        inputs: [
+          {
+            name: 'x',
+            datatype: 'INT32',
+            shape: [2, 3],
+            data: [
+              [1, 2],
+              [3, [4, 5, 6]],
+            ],
+          },
+        ],
+      }),
+    );
     assert.deepEqual(bytesOf((p.inputs[0] as WireTensor).data), refBytes('INT32', [1, 2, 3, 4, 5, 6]));
   });
 
   it('a 150,528-element FP32 image round-trips exactly', () => {
     const n = 3 * 224 * 224;
     const values = Array.from({ length: n }, (_, i) => Math.sin(i) * 100);
-    const p = parseInferBody(json({ inputs: [{ name: 'img', datatype: 'FP32', shape: [1, 3, 224, 224], data: values }] }));
+    const p = parseInferBody(
+      json({ inputs: [{ name: 'img', datatype: 'FP32', shape: [1, 3, 224, 224], data: values }] }),
+    );
     assert.deepEqual(bytesOf((p.inputs[0] as WireTensor).data), refBytes('FP32', values));
   });
 
@@ -193,7 +212,11 @@ describe('parseInferBody: JSON data', () => {
       '{"inputs":[{"name":"x","datatype":"FP32","shape":[5],"data":[NaN, Infinity, -Infinity, 1, "NaN in a string"]}]}',
     );
     // A string stays an error; the bare tokens are numbers.
-    throwsMesh(() => parseInferBody(body), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-number as double");
+    throwsMesh(
+      () => parseInferBody(body),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-number as double",
+    );
     const ok = Buffer.from('{"inputs":[{"name":"x","datatype":"FP64","shape":[4],"data":[NaN,Infinity,-Infinity,2]}]}');
     const t = parseInferBody(ok).inputs[0] as WireTensor;
     assert.deepEqual(bytesOf(t.data), refBytes('FP64', [Number.NaN, Infinity, -Infinity, 2]));
@@ -245,8 +268,14 @@ describe('parseInferBody: JSON data', () => {
   });
 
   it('a huge shape with little data fails on the count without allocating for the shape', () => {
-    const body = json({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1_000_000_000, 1_000_000_000], data: [1, 2] }] });
-    throwsMesh(() => parseInferBody(body), 'DATA_SIZE_MISMATCH', "Failed to parse 'data' field: shape does not match true shape");
+    const body = json({
+      inputs: [{ name: 'x', datatype: 'FP64', shape: [1_000_000_000, 1_000_000_000], data: [1, 2] }],
+    });
+    throwsMesh(
+      () => parseInferBody(body),
+      'DATA_SIZE_MISMATCH',
+      "Failed to parse 'data' field: shape does not match true shape",
+    );
     const tooBig = json({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1e10, 1e10], data: [1] }] });
     throwsMesh(
       () => parseInferBody(tooBig),
@@ -263,25 +292,81 @@ describe('parseInferBody: JSON data', () => {
   it('values of the wrong JSON type get TritonJson texts', () => {
     const one = (datatype: string, data: unknown[]) =>
       parseInferBody(json({ inputs: [{ name: 'x', datatype, shape: [data.length], data }] }));
-    throwsMesh(() => one('FP32', [1, '2']), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-number as double");
-    throwsMesh(() => one('FP64', [true]), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-number as double");
-    throwsMesh(() => one('FP32', [{ a: 1 }]), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-number as double");
-    throwsMesh(() => one('INT32', [1.5]), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer");
-    throwsMesh(() => one('INT8', ['1']), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer");
-    throwsMesh(() => one('UINT8', [-1]), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer");
-    throwsMesh(() => one('UINT64', [-5]), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer");
-    throwsMesh(() => one('UINT32', [null]), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer");
-    throwsMesh(() => one('BOOL', [1]), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-boolean as boolean");
-    throwsMesh(() => one('BYTES', ['a', 2]), 'BAD_JSON', 'Unable to parse JSON bytes array: attempt to access JSON non-string as string');
+    throwsMesh(
+      () => one('FP32', [1, '2']),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-number as double",
+    );
+    throwsMesh(
+      () => one('FP64', [true]),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-number as double",
+    );
+    throwsMesh(
+      () => one('FP32', [{ a: 1 }]),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-number as double",
+    );
+    throwsMesh(
+      () => one('INT32', [1.5]),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer",
+    );
+    throwsMesh(
+      () => one('INT8', ['1']),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer",
+    );
+    throwsMesh(
+      () => one('UINT8', [-1]),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    throwsMesh(
+      () => one('UINT64', [-5]),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    throwsMesh(
+      () => one('UINT32', [null]),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    throwsMesh(
+      () => one('BOOL', [1]),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-boolean as boolean",
+    );
+    throwsMesh(
+      () => one('BYTES', ['a', 2]),
+      'BAD_JSON',
+      'Unable to parse JSON bytes array: attempt to access JSON non-string as string',
+    );
   });
 
   it('integers outside the datatype are refused (Triton would truncate them)', () => {
     const one = (datatype: string, v: number) =>
       parseInferBody(json({ inputs: [{ name: 'x', datatype, shape: [1], data: [v] }] }));
-    throwsMesh(() => one('UINT8', 256), 'INVALID_ARGUMENT', "Unable to parse 'data': value 256 is out of range for UINT8 input 'x'");
-    throwsMesh(() => one('INT8', -129), 'INVALID_ARGUMENT', "Unable to parse 'data': value -129 is out of range for INT8 input 'x'");
-    throwsMesh(() => one('INT16', 32768), 'INVALID_ARGUMENT', "Unable to parse 'data': value 32768 is out of range for INT16 input 'x'");
-    throwsMesh(() => one('UINT16', 65536), 'INVALID_ARGUMENT', "Unable to parse 'data': value 65536 is out of range for UINT16 input 'x'");
+    throwsMesh(
+      () => one('UINT8', 256),
+      'INVALID_ARGUMENT',
+      "Unable to parse 'data': value 256 is out of range for UINT8 input 'x'",
+    );
+    throwsMesh(
+      () => one('INT8', -129),
+      'INVALID_ARGUMENT',
+      "Unable to parse 'data': value -129 is out of range for INT8 input 'x'",
+    );
+    throwsMesh(
+      () => one('INT16', 32768),
+      'INVALID_ARGUMENT',
+      "Unable to parse 'data': value 32768 is out of range for INT16 input 'x'",
+    );
+    throwsMesh(
+      () => one('UINT16', 65536),
+      'INVALID_ARGUMENT',
+      "Unable to parse 'data': value 65536 is out of range for UINT16 input 'x'",
+    );
     throwsMesh(
       () => one('INT32', 2147483648),
       'INVALID_ARGUMENT',
@@ -302,8 +387,16 @@ describe('parseInferBody: JSON data', () => {
       'INVALID_ARGUMENT',
       "Unable to parse 'data': value 9007199254740992 of INT64 input 'x' is beyond ±(2^53-1) and cannot be read exactly from JSON; send it as binary data",
     );
-    throwsMesh(() => parseInferBody(body('UINT64', '18446744073709551615')), 'INVALID_ARGUMENT', /UINT64 input 'x' is beyond/);
-    throwsMesh(() => parseInferBody(body('INT64', '-9007199254740992')), 'INVALID_ARGUMENT', /INT64 input 'x' is beyond/);
+    throwsMesh(
+      () => parseInferBody(body('UINT64', '18446744073709551615')),
+      'INVALID_ARGUMENT',
+      /UINT64 input 'x' is beyond/,
+    );
+    throwsMesh(
+      () => parseInferBody(body('INT64', '-9007199254740992')),
+      'INVALID_ARGUMENT',
+      /INT64 input 'x' is beyond/,
+    );
     const edge = parseInferBody(body('INT64', '-9007199254740991')).inputs[0] as WireTensor;
     assert.deepEqual(bytesOf(edge.data), refBytes('INT64', [-9007199254740991n]));
   });
@@ -339,15 +432,35 @@ describe('parseInferBody: request fields', () => {
   const x = { name: 'x', datatype: 'FP32', shape: [1], data: [1] };
 
   it('bad JSON and non-object bodies', () => {
-    throwsMesh(() => parseInferBody(Buffer.from('{"inputs": [')), 'BAD_JSON', /^failed to parse the request JSON buffer: .+/);
+    throwsMesh(
+      () => parseInferBody(Buffer.from('{"inputs": [')),
+      'BAD_JSON',
+      /^failed to parse the request JSON buffer: .+/,
+    );
     throwsMesh(() => parseInferBody(Buffer.alloc(0)), 'BAD_JSON', /^failed to parse the request JSON buffer: /);
-    throwsMesh(() => parseInferBody(json([x])), 'BAD_JSON', 'failed to parse the request JSON buffer: the request is not a JSON object');
+    throwsMesh(
+      () => parseInferBody(json([x])),
+      'BAD_JSON',
+      'failed to parse the request JSON buffer: the request is not a JSON object',
+    );
   });
 
   it('missing or malformed fields get Triton texts', () => {
-    throwsMesh(() => parseInferBody(json({})), 'BAD_JSON', "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'");
-    throwsMesh(() => parseInferBody(json({ inputs: {} })), 'BAD_JSON', "Unable to parse 'inputs': attempt to access JSON non-array as array");
-    throwsMesh(() => parseInferBody(json({ id: 5, inputs: [] })), 'BAD_JSON', "Unable to parse 'id': attempt to access JSON non-string as string");
+    throwsMesh(
+      () => parseInferBody(json({})),
+      'BAD_JSON',
+      "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
+    );
+    throwsMesh(
+      () => parseInferBody(json({ inputs: {} })),
+      'BAD_JSON',
+      "Unable to parse 'inputs': attempt to access JSON non-array as array",
+    );
+    throwsMesh(
+      () => parseInferBody(json({ id: 5, inputs: [] })),
+      'BAD_JSON',
+      "Unable to parse 'id': attempt to access JSON non-string as string",
+    );
     const input = (o: Record<string, unknown>) => json({ inputs: [{ ...x, ...o }] });
     const { name: _n, ...noName } = x;
     throwsMesh(
@@ -355,15 +468,31 @@ describe('parseInferBody: request fields', () => {
       'BAD_JSON',
       "Unable to parse 'name': attempt to access non-existing object member 'name'",
     );
-    throwsMesh(() => parseInferBody(input({ datatype: 3 })), 'BAD_JSON', "Unable to parse 'datatype': attempt to access JSON non-string as string");
-    throwsMesh(() => parseInferBody(input({ shape: 1 })), 'BAD_JSON', "Unable to parse 'shape': attempt to access JSON non-array as array");
+    throwsMesh(
+      () => parseInferBody(input({ datatype: 3 })),
+      'BAD_JSON',
+      "Unable to parse 'datatype': attempt to access JSON non-string as string",
+    );
+    throwsMesh(
+      () => parseInferBody(input({ shape: 1 })),
+      'BAD_JSON',
+      "Unable to parse 'shape': attempt to access JSON non-array as array",
+    );
     throwsMesh(
       () => parseInferBody(input({ shape: [1.5] })),
       'BAD_JSON',
       "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
     );
-    throwsMesh(() => parseInferBody(input({ data: 1 })), 'BAD_JSON', "Unable to parse 'data': attempt to access JSON non-array as array");
-    throwsMesh(() => parseInferBody(input({ datatype: 'FLOAT32' })), 'DATATYPE_MISMATCH', 'invalid datatype for input x');
+    throwsMesh(
+      () => parseInferBody(input({ data: 1 })),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-array as array",
+    );
+    throwsMesh(
+      () => parseInferBody(input({ datatype: 'FLOAT32' })),
+      'DATATYPE_MISMATCH',
+      'invalid datatype for input x',
+    );
   });
 
   it('a -1 in a request shape is refused as Triton HTTP does', () => {
@@ -386,14 +515,21 @@ describe('parseInferBody: request fields', () => {
       "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'",
     );
     throwsMesh(
-      () => parseInferBody(json({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: 'r' } }] })),
+      () =>
+        parseInferBody(
+          json({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: 'r' } }] }),
+        ),
       'UNSUPPORTED',
       "shared memory is not supported; send input 'x' as JSON data or binary data",
     );
   });
 
   it('duplicate inputs and outputs carry the request-id prefix only when there is an id', () => {
-    throwsMesh(() => parseInferBody(json({ inputs: [x, x] })), 'INVALID_ARGUMENT', "input 'x' already exists in request");
+    throwsMesh(
+      () => parseInferBody(json({ inputs: [x, x] })),
+      'INVALID_ARGUMENT',
+      "input 'x' already exists in request",
+    );
     throwsMesh(
       () => parseInferBody(json({ id: 'r7', inputs: [x, x] })),
       'INVALID_ARGUMENT',
@@ -447,12 +583,36 @@ describe('parseInferBody: request fields', () => {
       'INVALID_ARGUMENT',
       "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
     );
-    throwsMesh(params({ priority: 'high' }), 'BAD_JSON', "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer");
-    throwsMesh(params({ priority: -1 }), 'BAD_JSON', "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer");
-    throwsMesh(params({ timeout: 1.5 }), 'BAD_JSON', "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer");
-    throwsMesh(params({ binary_data_output: 1 }), 'BAD_JSON', "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean");
-    throwsMesh(params({ sequence_end: 'yes' }), 'BAD_JSON', "Unable to parse 'sequence_end': attempt to access JSON non-boolean as boolean");
-    throwsMesh(params({ sequence_id: 1.5 }), 'BAD_JSON', "Unable to parse 'sequence_id': attempt to access JSON non-string as string");
+    throwsMesh(
+      params({ priority: 'high' }),
+      'BAD_JSON',
+      "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    throwsMesh(
+      params({ priority: -1 }),
+      'BAD_JSON',
+      "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    throwsMesh(
+      params({ timeout: 1.5 }),
+      'BAD_JSON',
+      "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    throwsMesh(
+      params({ binary_data_output: 1 }),
+      'BAD_JSON',
+      "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean",
+    );
+    throwsMesh(
+      params({ sequence_end: 'yes' }),
+      'BAD_JSON',
+      "Unable to parse 'sequence_end': attempt to access JSON non-boolean as boolean",
+    );
+    throwsMesh(
+      params({ sequence_id: 1.5 }),
+      'BAD_JSON',
+      "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+    );
     throwsMesh(
       params({ extra: [1] }),
       'INVALID_ARGUMENT',
@@ -463,14 +623,21 @@ describe('parseInferBody: request fields', () => {
 
   it('outputs: binary_data and classification read, bad ones refused', () => {
     const p = parseInferBody(
-      json({ inputs: [x], outputs: [{ name: 'a' }, { name: 'b', parameters: { binary_data: true, classification: 3 } }] }),
+      json({
+        inputs: [x],
+        outputs: [{ name: 'a' }, { name: 'b', parameters: { binary_data: true, classification: 3 } }],
+      }),
     );
     assert.deepEqual(p.outputs, [
       { name: 'a', classification: 0 },
       { name: 'b', classification: 3, binary: true },
     ]);
     const out = (o: unknown) => () => parseInferBody(json({ inputs: [x], outputs: [o] }));
-    throwsMesh(out({ name: 'a', parameters: { binary_data: 'yes' } }), 'BAD_JSON', "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
+    throwsMesh(
+      out({ name: 'a', parameters: { binary_data: 'yes' } }),
+      'BAD_JSON',
+      "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean",
+    );
     throwsMesh(
       out({ name: 'a', parameters: { classification: -1 } }),
       'BAD_JSON',
@@ -486,8 +653,16 @@ describe('parseInferBody: request fields', () => {
       'INVALID_ARGUMENT',
       "Output can't set both 'shared_memory_region' and 'binary_data'",
     );
-    throwsMesh(out({ name: 'a', parameters: { shared_memory_region: 'r' } }), 'UNSUPPORTED', /^shared memory is not supported; send output 'a'/);
-    throwsMesh(() => parseInferBody(json({ inputs: [x], outputs: {} })), 'BAD_JSON', "Unable to parse 'outputs': attempt to access JSON non-array as array");
+    throwsMesh(
+      out({ name: 'a', parameters: { shared_memory_region: 'r' } }),
+      'UNSUPPORTED',
+      /^shared memory is not supported; send output 'a'/,
+    );
+    throwsMesh(
+      () => parseInferBody(json({ inputs: [x], outputs: {} })),
+      'BAD_JSON',
+      "Unable to parse 'outputs': attempt to access JSON non-array as array",
+    );
   });
 });
 
@@ -495,7 +670,11 @@ describe('parseInferBody: request fields', () => {
 
 describe('parseInferBody: binary tensor extension', () => {
   const fp16 = [0x3c00, 0xc000, 0x7c00, 0x0001, 0x7bff, 0x8000];
-  const BINARY_VALUES: Record<DataType, unknown[]> = { ...SAMPLES, FP16: fp16, BF16: [0x3f80, 0xbf80, 0x7f80, 0x0001, 0x7f7f, 0x8000] };
+  const BINARY_VALUES: Record<DataType, unknown[]> = {
+    ...SAMPLES,
+    FP16: fp16,
+    BF16: [0x3f80, 0xbf80, 0x7f80, 0x0001, 0x7f7f, 0x8000],
+  };
 
   for (const dt of Object.keys(BINARY_VALUES) as DataType[]) {
     it(`${dt}: the blob is taken byte for byte`, () => {
@@ -517,7 +696,10 @@ describe('parseInferBody: binary tensor extension', () => {
       [blob],
     );
     const t = parseInferBody(body, headerLength).inputs[0] as WireTensor;
-    assert.deepEqual([...new BigInt64Array(bytesOf(t.data).buffer.slice(t.data.byteOffset, t.data.byteOffset + 24))], values);
+    assert.deepEqual(
+      [...new BigInt64Array(bytesOf(t.data).buffer.slice(t.data.byteOffset, t.data.byteOffset + 24))],
+      values,
+    );
   });
 
   it('blobs follow the inputs that carry binary_data_size, in order; JSON inputs in between take none', () => {
@@ -551,7 +733,11 @@ describe('parseInferBody: binary tensor extension', () => {
       { inputs: [{ name: 'x', datatype: 'FP32', shape: [3], parameters: { binary_data_size: 12 } }] },
       [Buffer.alloc(8)],
     );
-    throwsMesh(() => parseInferBody(body, headerLength), 'DATA_SIZE_MISMATCH', "unexpected size for input 'x', expecting 4 additional bytes");
+    throwsMesh(
+      () => parseInferBody(body, headerLength),
+      'DATA_SIZE_MISMATCH',
+      "unexpected size for input 'x', expecting 4 additional bytes",
+    );
     throwsMesh(
       () => parseInferBody(body, headerLength, 'resnet'),
       'DATA_SIZE_MISMATCH',
@@ -564,9 +750,17 @@ describe('parseInferBody: binary tensor extension', () => {
       { inputs: [{ name: 'x', datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } }] },
       [Buffer.alloc(8)],
     );
-    throwsMesh(() => parseInferBody(body, headerLength, 'm'), 'DATA_SIZE_MISMATCH', "unexpected additional input data for model 'm'");
+    throwsMesh(
+      () => parseInferBody(body, headerLength, 'm'),
+      'DATA_SIZE_MISMATCH',
+      "unexpected additional input data for model 'm'",
+    );
     const onlyJson = withBlobs({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1], data: [1] }] }, [Buffer.alloc(3)]);
-    throwsMesh(() => parseInferBody(onlyJson.body, onlyJson.headerLength), 'DATA_SIZE_MISMATCH', 'unexpected additional input data');
+    throwsMesh(
+      () => parseInferBody(onlyJson.body, onlyJson.headerLength),
+      'DATA_SIZE_MISMATCH',
+      'unexpected additional input data',
+    );
   });
 
   it('a blob size that lies about the shape is caught against the model', () => {
@@ -599,13 +793,18 @@ describe('parseInferBody: binary tensor extension', () => {
   });
 
   it('binary_data_size without a header length, and a malformed size', () => {
-    const noHeader = json({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } }] });
+    const noHeader = json({
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } }],
+    });
     throwsMesh(
       () => parseInferBody(noHeader),
       'INVALID_ARGUMENT',
       "must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format",
     );
-    const bad = withBlobs({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1], parameters: { binary_data_size: '4' } }] }, [Buffer.alloc(4)]);
+    const bad = withBlobs(
+      { inputs: [{ name: 'x', datatype: 'FP32', shape: [1], parameters: { binary_data_size: '4' } }] },
+      [Buffer.alloc(4)],
+    );
     throwsMesh(
       () => parseInferBody(bad.body, bad.headerLength),
       'BAD_JSON',
@@ -635,7 +834,11 @@ describe('encodeInferResponse', () => {
   for (const dt of JSON_TYPES) {
     it(`${dt} as JSON: Triton's layout and values`, () => {
       const values = SAMPLES[dt];
-      const r = encodeInferResponse({ model: 'm', version: '3', outputs: [tensor('y', dt, [2, 3], values)] }, [], false);
+      const r = encodeInferResponse(
+        { model: 'm', version: '3', outputs: [tensor('y', dt, [2, 3], values)] },
+        [],
+        false,
+      );
       assert.equal(r.contentType, 'application/json');
       assert.equal(r.headerLength, undefined);
       const { head, outputs } = decodeResponse(r);
@@ -667,10 +870,17 @@ describe('encodeInferResponse', () => {
   });
 
   it('doubles print as rapidjson does (".0", no "+" in exponents, NaN/Infinity tokens)', () => {
-    assert.deepEqual(
-      [1, -0, 0, 1e21, 1.5e300, 1e-7, 0.5, 100, -2.5e-12].map(formatJsonDouble),
-      ['1.0', '-0.0', '0.0', '1e21', '1.5e300', '1e-7', '0.5', '100.0', '-2.5e-12'],
-    );
+    assert.deepEqual([1, -0, 0, 1e21, 1.5e300, 1e-7, 0.5, 100, -2.5e-12].map(formatJsonDouble), [
+      '1.0',
+      '-0.0',
+      '0.0',
+      '1e21',
+      '1.5e300',
+      '1e-7',
+      '0.5',
+      '100.0',
+      '-2.5e-12',
+    ]);
     const r = encodeInferResponse(
       { model: 'm', version: '1', outputs: [tensor('y', 'FP32', [4], [Number.NaN, Infinity, -Infinity, 2])] },
       [],
@@ -716,10 +926,18 @@ describe('encodeInferResponse', () => {
   });
 
   it('binaryByDefault applies when nothing was listed; empty binary outputs add no blob', () => {
-    const all = encodeInferResponse({ model: 'm', version: '1', outputs: [tensor('y', 'UINT8', [2], [1, 2])] }, [], true);
+    const all = encodeInferResponse(
+      { model: 'm', version: '1', outputs: [tensor('y', 'UINT8', [2], [1, 2])] },
+      [],
+      true,
+    );
     assert.equal(all.contentType, 'application/octet-stream');
     assert.deepEqual(decodeResponse(all).outputs[0]?.blob, Buffer.from([1, 2]));
-    const empty = encodeInferResponse({ model: 'm', version: '1', outputs: [tensor('y', 'FP32', [0, 4], [])] }, [], true);
+    const empty = encodeInferResponse(
+      { model: 'm', version: '1', outputs: [tensor('y', 'FP32', [0, 4], [])] },
+      [],
+      true,
+    );
     assert.equal(empty.contentType, 'application/json');
     assert.equal(empty.headerLength, undefined);
     assert.ok(empty.body.toString().includes('"parameters":{"binary_data_size":0}'));
@@ -744,7 +962,12 @@ describe('encodeInferResponse', () => {
       'INTERNAL',
       "output tensor shape does not match size of output for 'y'",
     );
-    const badBytes: WireTensor = { name: 's', datatype: 'BYTES', shape: [2], data: new Uint8Array(refBytes('BYTES', ['a'])) };
+    const badBytes: WireTensor = {
+      name: 's',
+      datatype: 'BYTES',
+      shape: [2],
+      data: new Uint8Array(refBytes('BYTES', ['a'])),
+    };
     throwsMesh(
       () => encodeInferResponse({ model: 'm', version: '1', outputs: [badBytes] }, [], false),
       'INTERNAL',
@@ -862,7 +1085,10 @@ describe('random valid requests round-trip', () => {
       else if (dt === 'FP32') out.push(Math.fround((r() - 0.5) * 10 ** Math.floor(r() * 20 - 10)));
       else if (dt === 'FP64') out.push((r() - 0.5) * 10 ** Math.floor(r() * 40 - 20));
       else if (dt === 'FP16' || dt === 'BF16') out.push(Math.floor(r() * 65536));
-      else out.push(Array.from({ length: Math.floor(r() * 6) }, () => String.fromCodePoint(Math.floor(r() * 0x2000))).join(''));
+      else
+        out.push(
+          Array.from({ length: Math.floor(r() * 6) }, () => String.fromCodePoint(Math.floor(r() * 0x2000))).join(''),
+        );
     }
     return out;
   }
@@ -905,12 +1131,16 @@ describe('random valid requests round-trip', () => {
       const outBinary = expected.map((e) => e.dt === 'FP16' || e.dt === 'BF16' || r() < 0.5);
       const header: Record<string, unknown> = { id: `r${iter}`, inputs };
       if (listed) {
-        header.outputs = expected.map((_, k) => ({ name: `out${k}`, parameters: { binary_data: outBinary[k] } })).reverse();
+        header.outputs = expected
+          .map((_, k) => ({ name: `out${k}`, parameters: { binary_data: outBinary[k] } }))
+          .reverse();
       } else {
         header.parameters = { binary_data_output: binaryAll };
       }
       const useHeader = blobs.length > 0 || r() < 0.5;
-      const { body, headerLength } = useHeader ? withBlobs(header, blobs) : { body: json(header), headerLength: undefined };
+      const { body, headerLength } = useHeader
+        ? withBlobs(header, blobs)
+        : { body: json(header), headerLength: undefined };
 
       const ctx = `iteration ${iter}`;
       const config = modelConfig(maxBatchSize, inCfg, outCfg);
@@ -926,7 +1156,11 @@ describe('random valid requests round-trip', () => {
 
       // The worker echoes each input as its output.
       const produced = v.inputs.map((t, k) => ({ ...t, name: `out${k}` }));
-      const res = encodeInferResponse({ model: 'm', version: '1', id: v.clientId, outputs: produced }, v.outputs, v.binaryDataOutput);
+      const res = encodeInferResponse(
+        { model: 'm', version: '1', id: v.clientId, outputs: produced },
+        v.outputs,
+        v.binaryDataOutput,
+      );
       const decoded = decodeResponse(res);
       assert.equal(decoded.head.id, `r${iter}`, ctx);
       const order = listed ? expected.map((_, k) => k).reverse() : expected.map((_, k) => k);

@@ -39,7 +39,12 @@ function model(
 }
 
 function batching(priorityLevels: number, defaultPriorityLevel: number): DynamicBatchingConfig {
-  const policy = { timeoutAction: 'REJECT', defaultTimeoutMicroseconds: 0, allowTimeoutOverride: false, maxQueueSize: 0 } as const;
+  const policy = {
+    timeoutAction: 'REJECT',
+    defaultTimeoutMicroseconds: 0,
+    allowTimeoutOverride: false,
+    maxQueueSize: 0,
+  } as const;
   return {
     preferredBatchSize: [],
     maxQueueDelayMicroseconds: 0,
@@ -92,7 +97,11 @@ describe('validateInfer: inputs', () => {
 
   it('too many inputs', () => {
     throwsMesh(
-      () => validateInfer(req({ inputs: [zeros('a', 'FP32', [2]), zeros('b', 'INT32', [1]), zeros('z', 'FP32', [1])] }), two),
+      () =>
+        validateInfer(
+          req({ inputs: [zeros('a', 'FP32', [2]), zeros('b', 'INT32', [1]), zeros('z', 'FP32', [1])] }),
+          two,
+        ),
       'UNKNOWN_INPUT',
       "expected 2 inputs but got 3 inputs for model 'm'. Got input(s) ['a','b','z'], but missing required input(s) []. Please provide all required input(s).",
     );
@@ -289,7 +298,11 @@ describe('validateInfer: inputs', () => {
 // ---------- outputs ----------
 
 describe('validateInfer: outputs', () => {
-  const cfg = model(4, [tc('x', 'FP32', [2])], [tc('probs', 'FP32', [10]), tc('half', 'FP16', [10]), tc('name', 'BYTES', [1])]);
+  const cfg = model(
+    4,
+    [tc('x', 'FP32', [2])],
+    [tc('probs', 'FP32', [10]), tc('half', 'FP16', [10]), tc('name', 'BYTES', [1])],
+  );
   const x = zeros('x', 'FP32', [1, 2]);
 
   it('an unknown requested output', () => {
@@ -316,7 +329,11 @@ describe('validateInfer: outputs', () => {
       req({
         inputs: [x],
         parameters: { binary_data_output: true },
-        outputs: [{ name: 'name' }, { name: 'half', parameters: { binary_data: true } }, { name: 'probs', parameters: { classification: 3 } }],
+        outputs: [
+          { name: 'name' },
+          { name: 'half', parameters: { binary_data: true } },
+          { name: 'probs', parameters: { classification: 3 } },
+        ],
       }),
       cfg,
     );

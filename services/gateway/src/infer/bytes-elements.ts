@@ -4,7 +4,10 @@
  */
 
 export function readU32LE(b: Uint8Array, at: number): number {
-  return ((b[at] as number) | ((b[at + 1] as number) << 8) | ((b[at + 2] as number) << 16)) + (b[at + 3] as number) * 0x1000000;
+  return (
+    ((b[at] as number) | ((b[at + 1] as number) << 8) | ((b[at + 2] as number) << 16)) +
+    (b[at + 3] as number) * 0x1000000
+  );
 }
 
 /** How a BYTES buffer failed to hold the expected elements. */
@@ -27,7 +30,8 @@ export function checkBytesLayout(data: Uint8Array, expected: number): BytesLayou
     checked++;
     if (checked > expected) return { kind: 'too-many', checked };
     pos += 4;
-    if (len > data.length - pos) return { kind: 'truncated', element: checked - 1, length: len, available: data.length - pos };
+    if (len > data.length - pos)
+      return { kind: 'truncated', element: checked - 1, length: len, available: data.length - pos };
     pos += len;
   }
   return checked === expected ? null : { kind: 'count', got: checked };

@@ -9,12 +9,12 @@
  * table and Triton's own message text (see messages.ts for the few cases
  * where GE Mesh is stricter than Triton).
  */
-export { parseInferBody } from './parse-body.js';
-export { validateInfer } from './validate.js';
+
+export { formatCFixed6 } from './classification.js';
 export { encodeInferResponse } from './encode-response.js';
 export { errorBody, errorStatus } from './error-body.js';
+export { parseInferBody } from './parse-body.js';
 export { formatJsonDouble } from './tensor-to-json.js';
-export { formatCFixed6 } from './classification.js';
 export type {
   ClassificationRequest,
   EncodedResponse,
@@ -24,3 +24,4 @@ export type {
   RequestedOutput,
   ValidatedInfer,
 } from './types.js';
+export { validateInfer } from './validate.js';

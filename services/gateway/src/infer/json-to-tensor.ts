@@ -40,7 +40,13 @@ const INT_RANGES: Partial<Record<DataType, IntRange>> = {
  * `count` is the element count of the declared shape; `maxLeaves` bounds what
  * the JSON text could possibly hold, so a lying shape cannot make us allocate.
  */
-export function jsonToFixed(dt: DataType, data: unknown[], count: number, input: string, maxLeaves: number): Uint8Array {
+export function jsonToFixed(
+  dt: DataType,
+  data: unknown[],
+  count: number,
+  input: string,
+  maxLeaves: number,
+): Uint8Array {
   const n = count > maxLeaves ? 0 : count;
   let out: Float32Array | Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array | Uint16Array | Uint32Array;
   let got: number;

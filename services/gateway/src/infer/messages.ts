@@ -51,7 +51,8 @@ export const MSG = {
     `inference header size should be in range (0, ${contentLength}), got: ${got}`,
   reservedParameter: () =>
     "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
-  parameterType: (key: string) => `parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`,
+  parameterType: (key: string) =>
+    `parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`,
   inputContent: (set: readonly string[]) =>
     "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
     `'shared_memory_region' in 'parameters'. But${set.length === 0 ? ' no field is set' : ` set ${set.join(' ')}`}`,
@@ -88,13 +89,7 @@ export const MSG = {
   duplicateOutput: (output: string) => `output '${output}' already exists in request`,
   unknownInput: (input: string, model: string) => `unexpected inference input '${input}' for model '${model}'`,
   unknownOutput: (output: string, model: string) => `unexpected inference output '${output}' for model '${model}'`,
-  inputCount: (
-    required: number,
-    total: number,
-    got: readonly string[],
-    missing: readonly string[],
-    model: string,
-  ) => {
+  inputCount: (required: number, total: number, got: readonly string[], missing: readonly string[], model: string) => {
     const expected =
       required === total ? `expected ${total} inputs` : `expected number of inputs between ${required} and ${total}`;
     const list = (names: readonly string[]) => `[${names.map((n) => `'${n}'`).join(',')}]`;
@@ -113,7 +108,13 @@ export const MSG = {
     `inference input '${input}' data-type is '${got}', but model '${model}' expects '${expected}'`,
   wildcardInRequest: (input: string, model: string, shape: readonly number[]) =>
     `All input dimensions should be specified for input '${input}' for model '${model}', got ${dimsToString(shape)}`,
-  unexpectedShape: (input: string, model: string, expected: readonly number[], got: readonly number[], batched: boolean) =>
+  unexpectedShape: (
+    input: string,
+    model: string,
+    expected: readonly number[],
+    got: readonly number[],
+    batched: boolean,
+  ) =>
     `unexpected shape for input '${input}' for model '${model}'. Expected ${dimsToString(expected)}, got ${dimsToString(got)}. ` +
     (batched
       ? 'NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. ' +

@@ -7,8 +7,8 @@ import type { ParsedInfer, ParsedOutput } from './types.js';
 type JsonObject = Record<string, unknown>;
 
 const EMPTY = new Uint8Array(0);
-// Triton's element-count limit (int64); larger shapes are refused outright.
-const MAX_ELEMENTS = 9223372036854775807;
+// Triton's element-count limit (int64 max); larger shapes are refused outright.
+const MAX_ELEMENTS = 2 ** 63 - 1;
 
 /**
  * Reads a KServe v2 inference body: the JSON request and, with the binary
@@ -66,7 +66,7 @@ function isObject(v: unknown): v is JsonObject {
 
 // rapidjson's IsUint64: a non-negative integer below 2^64.
 function isUint(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v < 18446744073709551616;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v < 2 ** 64;
 }
 
 function has(obj: JsonObject | undefined, key: string): boolean {

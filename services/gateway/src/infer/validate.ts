@@ -85,7 +85,7 @@ export function validateInfer(parsed: ParsedInfer, config: ModelConfig): Validat
     }
   }
 
-  inputs.forEach((t, i) => checkInput(t, configs[i] as TensorConfig, model, batching, prefix));
+  for (const [i, t] of inputs.entries()) checkInput(t, configs[i] as TensorConfig, model, batching, prefix);
 
   const binaryDataOutput = parsed.binaryDataOutput ?? false;
   const allOutputs = parsed.outputs.length === 0;
@@ -102,7 +102,8 @@ export function validateInfer(parsed: ParsedInfer, config: ModelConfig): Validat
 
   const db = config.dynamicBatching;
   const levels = db?.priorityLevels ?? 0;
-  const priority = parsed.priority === 0 || parsed.priority > levels ? (db?.defaultPriorityLevel ?? 0) : parsed.priority;
+  const priority =
+    parsed.priority === 0 || parsed.priority > levels ? (db?.defaultPriorityLevel ?? 0) : parsed.priority;
 
   return {
     inputs,
@@ -193,7 +194,8 @@ function rawInput(raw: Uint8Array, config: ModelConfig, prefix: string): WireTen
     shape.push(d);
   }
   if (cfg.dataType === 'BYTES') {
-    if (dynamicAxis !== -1 || count !== 1) throw new MeshError('INVALID_ARGUMENT', prefix + MSG.rawBytesShape(cfg.name));
+    if (dynamicAxis !== -1 || count !== 1)
+      throw new MeshError('INVALID_ARGUMENT', prefix + MSG.rawBytesShape(cfg.name));
     // The body is the one element; it gets its length prefix here.
     const data = Buffer.allocUnsafe(4 + raw.length);
     data.writeUInt32LE(raw.length, 0);
