@@ -4,7 +4,7 @@ import type { Logger } from '@ge-mesh/telemetry';
 import type { Reply } from './execute-batch.js';
 import type { LaneRequest, LaneResponse } from './lane-messages.js';
 
-const LANE_ENTRY = new URL('./lane.ts', import.meta.url);
+const LANE_ENTRY = new URL('./lane-entry.mjs', import.meta.url);
 
 interface Lane {
   index: number;
