@@ -33,6 +33,7 @@ export interface QueuePolicy {
 }
 
 export interface DynamicBatchingConfig {
+  /** Ascending, unique; `[maxBatchSize]` when the config lists none (Triton's default). */
   readonly preferredBatchSize: readonly number[];
   readonly maxQueueDelayMicroseconds: number;
   readonly preserveOrdering: boolean;
@@ -68,10 +69,11 @@ export interface ModelConfig {
   readonly maxBatchSize: number;
   readonly input: readonly TensorConfig[];
   readonly output: readonly TensorConfig[];
+  /** One group `{ name, KIND_AUTO, count 1 }` when the config has none; a count below 1 reads as 1 (as in Triton). */
   readonly instanceGroup: readonly InstanceGroupConfig[];
   /** Absent when the config has no `dynamic_batching` block. */
   readonly dynamicBatching?: DynamicBatchingConfig;
-  /** The static batch sizes graphs are compiled for, ascending; [1] when maxBatchSize is 0. */
+  /** The static batch sizes graphs are compiled for, ascending; [1] when maxBatchSize is 0 (rules: tiers.ts deriveTiers). */
   readonly tiers: readonly number[];
   readonly defaultModelFilename: string;
   readonly parameters: ReadonlyMap<string, string>;

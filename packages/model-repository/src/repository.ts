@@ -143,7 +143,12 @@ async function chooseConfigFile(modelDir: string, configName: string | undefined
 
 /** Numeric version folder names, highest first. */
 async function versionFolders(modelDir: string): Promise<string[]> {
-  const entries = await readdir(modelDir, { withFileTypes: true });
+  let entries: Dirent[];
+  try {
+    entries = await readdir(modelDir, { withFileTypes: true });
+  } catch (e) {
+    throw ioError(modelDir, e, 'cannot read the model folder');
+  }
   const versions: string[] = [];
   for (const e of entries) {
     if (!VERSION_DIR.test(e.name)) continue;
