@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DEMO_MODELS, sampleInputs } from '@ge-mesh/demo-models';
-import { type TestMesh, startTestMesh } from '../support/mesh-harness.js';
-import { Reference, jsonInferBody, toleranceRatio } from '../support/reference.js';
+import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
+import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
 
 /**
  * The three services as separate processes on the real RabbitMQ and Redis:
@@ -61,7 +61,9 @@ describe('end to end: gateway → batcher → worker (ort)', { timeout: 300_000 
         seed += b;
         return inputs;
       });
-      const answers = await Promise.all(requests.map((inputs, i) => infer(model.name, jsonInferBody(inputs, { id: `r${i}` }))));
+      const answers = await Promise.all(
+        requests.map((inputs, i) => infer(model.name, jsonInferBody(inputs, { id: `r${i}` }))),
+      );
       let compared = 0;
       for (const [i, inputs] of requests.entries()) {
         const a = answers[i];
@@ -83,7 +85,8 @@ describe('end to end: gateway → batcher → worker (ort)', { timeout: 300_000 
           compared += o.data.length;
         }
       }
-      const expectedElements = sizes.reduce((n, b) => n + b, 0) * model.outputs.reduce((n, o) => n + o.dims.reduce((x, y) => x * y, 1), 0);
+      const expectedElements =
+        sizes.reduce((n, b) => n + b, 0) * model.outputs.reduce((n, o) => n + o.dims.reduce((x, y) => x * y, 1), 0);
       assert.equal(compared, expectedElements, 'every output element of every request was compared');
     });
   }
@@ -97,12 +100,15 @@ describe('end to end: gateway → batcher → worker (ort)', { timeout: 300_000 
     assert.equal(alone.status, 200);
     const bursts = await Promise.all(
       [2, 5, 7].map(async (n, k) => {
-        const others = Array.from({ length: n }, (_, j) => infer(model.name, jsonInferBody(sampleInputs(model, 1 + (j % 3), 9_000 + 100 * k + j))));
+        const others = Array.from({ length: n }, (_, j) =>
+          infer(model.name, jsonInferBody(sampleInputs(model, 1 + (j % 3), 9_000 + 100 * k + j))),
+        );
         const mine = infer(model.name, jsonInferBody(probe));
         return (await Promise.all([mine, ...others]))[0];
       }),
     );
-    const pooled = (r: { json: Record<string, unknown> }) => (r.json.outputs as OutputJson[]).find((o) => o.name === 'pooled')?.data ?? [];
+    const pooled = (r: { json: Record<string, unknown> }) =>
+      (r.json.outputs as OutputJson[]).find((o) => o.name === 'pooled')?.data ?? [];
     for (const b of bursts) {
       assert.ok(b);
       assert.equal(b.status, 200);

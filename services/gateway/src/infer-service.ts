@@ -34,7 +34,7 @@ export class InferService {
       model: model.name,
       version,
       inputs: req.inputs,
-      outputs: req.outputs.map((o) => o.name),
+      outputs: req.allOutputs ? [] : req.outputs.map((o) => o.name),
       batch: req.batch,
       priority: req.priority,
       timeoutUs: req.timeoutUs,

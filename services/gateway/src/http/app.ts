@@ -45,7 +45,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         throw new MeshError('MODEL_NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
       return { model, version: latest.version };
     }
-    if (!VERSION.test(version) || !model.versions.some((v) => v.version === version)) {
+    // Triton's routes only match integer versions; anything else is an unknown path.
+    if (!VERSION.test(version)) throw new MeshError('NOT_FOUND', TRITON_MESSAGES.notFound);
+    if (!model.versions.some((v) => v.version === version)) {
       throw new MeshError('MODEL_VERSION_NOT_FOUND', TRITON_MESSAGES.unknownVersion(name, version));
     }
     return { model, version };
@@ -89,7 +91,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       if (!deps.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
       const { model, version } = findModel(p.model, p.version);
       const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
-      const parsed = parseInferBody(buf, headerLength === undefined ? undefined : Number(headerLength));
+      const parsed = parseInferBody(buf, headerLength === undefined ? undefined : Number(headerLength), model.name);
       const validated = validateInfer(parsed, model.config);
       const res = await deps.infer.infer(model, version, validated);
       const out = encodeInferResponse(
