@@ -10,7 +10,10 @@ import { DEMO_REPOSITORY } from './mesh-harness.js';
 export class Reference {
   private readonly sessions = new Map<string, ort.InferenceSession>();
 
-  async run(model: string, inputs: SampleTensor[]): Promise<Record<string, { data: Float32Array; dims: readonly number[] }>> {
+  async run(
+    model: string,
+    inputs: SampleTensor[],
+  ): Promise<Record<string, { data: Float32Array; dims: readonly number[] }>> {
     let s = this.sessions.get(model);
     if (!s) {
       s = await ort.InferenceSession.create(join(DEMO_REPOSITORY, model, '1', 'model.onnx'), {
@@ -20,11 +23,10 @@ export class Reference {
       this.sessions.set(model, s);
     }
     const feeds: Record<string, ort.Tensor> = {};
-    for (const t of inputs) feeds[t.name] = new ort.Tensor(t.dataType === 'INT64' ? 'int64' : 'float32', t.data, t.dims);
+    for (const t of inputs)
+      feeds[t.name] = new ort.Tensor(t.dataType === 'INT64' ? 'int64' : 'float32', t.data, t.dims);
     const out = await s.run(feeds);
-    return Object.fromEntries(
-      Object.entries(out).map(([k, v]) => [k, { data: v.data as Float32Array, dims: v.dims }]),
-    );
+    return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, { data: v.data as Float32Array, dims: v.dims }]));
   }
 
   async close(): Promise<void> {
