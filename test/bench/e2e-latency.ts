@@ -29,7 +29,14 @@ const rows: Array<{ model: string; setup: string; r: ClosedLoopResult }> = [];
 const progress = (label: string) => (n: number, ms: number) =>
   process.stderr.write(`\r  ${label}: ${n} requests in ${(ms / 1000).toFixed(0)} s   `);
 
-const mesh = await startTestMesh({ workers: 1, logLevel: 'warn', flags: { worker: ['--models', plan.map((p) => p.model).join(',')], batcher: ['--models', plan.map((p) => p.model).join(',')] } });
+const mesh = await startTestMesh({
+  workers: 1,
+  logLevel: 'warn',
+  flags: {
+    worker: ['--models', plan.map((p) => p.model).join(',')],
+    batcher: ['--models', plan.map((p) => p.model).join(',')],
+  },
+});
 try {
   const pool = new Pool(mesh.url, { connections: 64, pipelining: 1 });
   for (const p of plan) {
@@ -46,7 +53,13 @@ try {
       return res.statusCode === 200;
     };
     process.stderr.write(`mesh ${p.model} c=${p.concurrency}\n`);
-    const r = await runClosedLoop({ concurrency: p.concurrency, durationMs: seconds * 1000, warmupMs: 2000, send, onProgress: progress(p.model) });
+    const r = await runClosedLoop({
+      concurrency: p.concurrency,
+      durationMs: seconds * 1000,
+      warmupMs: 2000,
+      send,
+      onProgress: progress(p.model),
+    });
     process.stderr.write('\n');
     rows.push({ model: p.model, setup: `mesh, HTTP JSON, batch-1 requests, concurrency ${p.concurrency}`, r });
   }
@@ -58,8 +71,12 @@ try {
 // The same models in this process: one onnxruntime session using every core, one request at a time.
 for (const p of plan) {
   const m = demoModel(p.model);
-  const session = await ort.InferenceSession.create(join(DEMO_REPOSITORY, p.model, '1', 'model.onnx'), { logSeverityLevel: 3 });
-  const feeds = sampleInputs(m, 1, 50).map((t) => [t.name, new ort.Tensor(t.dataType === 'INT64' ? 'int64' : 'float32', t.data, t.dims)] as const);
+  const session = await ort.InferenceSession.create(join(DEMO_REPOSITORY, p.model, '1', 'model.onnx'), {
+    logSeverityLevel: 3,
+  });
+  const feeds = sampleInputs(m, 1, 50).map(
+    (t) => [t.name, new ort.Tensor(t.dataType === 'INT64' ? 'int64' : 'float32', t.data, t.dims)] as const,
+  );
   process.stderr.write(`in-process ${p.model}\n`);
   const r = await runClosedLoop({
     concurrency: 1,
@@ -76,9 +93,13 @@ for (const p of plan) {
   await session.release();
 }
 
-const header = '| model | setup | infer/s | p50 ms | p99 ms | avg ms | requests | errors |\n|---|---|---|---|---|---|---|---|';
+const header =
+  '| model | setup | infer/s | p50 ms | p99 ms | avg ms | requests | errors |\n|---|---|---|---|---|---|---|---|';
 const table = rows
-  .map(({ model, setup, r }) => `| ${model} | ${setup} | ${r.inferPerSec.toFixed(1)} | ${fmt(r.p50Us)} | ${fmt(r.p99Us)} | ${fmt(r.avgUs)} | ${r.requests} | ${r.errors} |`)
+  .map(
+    ({ model, setup, r }) =>
+      `| ${model} | ${setup} | ${r.inferPerSec.toFixed(1)} | ${fmt(r.p50Us)} | ${fmt(r.p99Us)} | ${fmt(r.avgUs)} | ${r.requests} | ${r.errors} |`,
+  )
   .join('\n');
 const md = `# End-to-end latency\n\nMeasured ${new Date().toISOString()} on this machine (figures are machine-specific), ${seconds} s windows after warmup.\n\n${header}\n${table}\n`;
 process.stdout.write(`\n${md}`);

@@ -1,4 +1,4 @@
-import { summarize, type LatencySummary } from './stats.js';
+import { type LatencySummary, summarize } from './stats.js';
 
 /**
  * Fixed-concurrency load: `concurrency` loops, each sending its next request
