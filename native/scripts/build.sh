@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Configure (first time) and build the native bridge into native/build (Release).
+# With an Ascend toolkit (ASCEND_TOOLKIT_HOME, or /usr/local/Ascend/ascend-toolkit/latest)
+# it links the real CANN libraries; otherwise it builds and links the CANN simulator.
+# A second run only rebuilds what changed. Extra arguments go to the CMake configure step.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${GEMESH_NATIVE_BUILD_DIR:-$here/build}"
+jobs="${GEMESH_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+if [[ ! -f "$build/CMakeCache.txt" || $# -gt 0 ]]; then
+  cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+fi
+cmake --build "$build" --parallel "$jobs"
+echo "bridge: $build/libgemesh_bridge.so"
