@@ -1,0 +1,66 @@
+#include "options.h"
+
+#include "errors.h"
+
+namespace gemesh {
+namespace {
+constexpr const char *kRunMode = "ge.graphRunMode";
+constexpr const char *kPrecision = "ge.exec.precision_mode";
+constexpr const char *kPrecisionV2 = "ge.exec.precision_mode_v2";
+
+void RequireInference(const Options &options, const char *what) {
+  const auto it = options.find(kRunMode);
+  if (it != options.end() && it->second != "0") {
+    throw BridgeError(GEMESH_ERR_INVALID_ARGUMENT, std::string(what) + ": ge.graphRunMode must be 0 (the bridge serves "
+                                                                        "inference), got \"" + it->second + "\"");
+  }
+}
+
+bool HasPrecision(const Options &o) { return o.count(kPrecision) != 0 || o.count(kPrecisionV2) != 0; }
+}  // namespace
+
+Options ReadOptions(const gemesh_option *options, size_t count, const char *what) {
+  Options out;
+  if (count > 0 && options == nullptr) {
+    throw BridgeError(GEMESH_ERR_INVALID_ARGUMENT, std::string(what) + ": option array is null but count is " + std::to_string(count));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (options[i].key == nullptr || options[i].value == nullptr) {
+      throw BridgeError(GEMESH_ERR_INVALID_ARGUMENT, std::string(what) + ": option " + std::to_string(i) + " has a null key or value");
+    }
+    if (!out.emplace(options[i].key, options[i].value).second) {
+      throw BridgeError(GEMESH_ERR_INVALID_ARGUMENT, std::string(what) + ": option " + options[i].key + " is given twice");
+    }
+  }
+  return out;
+}
+
+Options GlobalOptions(Options caller) {
+  RequireInference(caller, "global options");
+  caller[kRunMode] = "0";
+  return caller;
+}
+
+Options SessionOptions(Options caller, const Options &global, const Options &graph, int32_t device) {
+  RequireInference(caller, "session options");
+  RequireInference(graph, "graph options");
+  const std::string dev = std::to_string(device);
+  const auto it = caller.find("ge.session_device_id");
+  if (it != caller.end() && it->second != dev) {
+    throw BridgeError(GEMESH_ERR_INVALID_ARGUMENT, "session options: ge.session_device_id=" + it->second +
+                                                       " contradicts the model's device_id " + dev);
+  }
+  caller["ge.session_device_id"] = dev;
+  caller[kRunMode] = "0";
+  caller.emplace("ge.constLifecycle", "session");  // weights shared by all graphs of the model
+  if (!HasPrecision(caller) && !HasPrecision(global) && !HasPrecision(graph)) caller[kPrecisionV2] = "origin";
+  return caller;
+}
+
+std::map<ge::AscendString, ge::AscendString> ToGe(const Options &options) {
+  std::map<ge::AscendString, ge::AscendString> out;
+  for (const auto &[k, v] : options) out.emplace(ge::AscendString(k.c_str()), ge::AscendString(v.c_str()));
+  return out;
+}
+
+}  // namespace gemesh
