@@ -45,7 +45,8 @@ export async function startTestMesh(opts: Partial<MeshOptions> & { models?: stri
     httpPort: opts.httpPort ?? (await freePort()),
     workers: opts.workers ?? 1,
     logLevel: opts.logLevel ?? 'info',
-    env: { GEMESH_RABBITMQ_URL: RABBITMQ_URL, GEMESH_REDIS_URL: REDIS_URL, ...opts.env },
+    // Metrics on an ephemeral port: meshes of parallel tests must not fight over 8002.
+    env: { GEMESH_RABBITMQ_URL: RABBITMQ_URL, GEMESH_REDIS_URL: REDIS_URL, GEMESH_METRICS_PORT: '0', ...opts.env },
     ...(opts.flags ? { flags: opts.flags } : {}),
     onLine: (svc, line) => {
       lines.push(`[${svc}] ${line}`);

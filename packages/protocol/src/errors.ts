@@ -14,6 +14,8 @@ export const ERRORS = {
   SHAPE_MISMATCH: { status: 400, retryable: false },
   BATCH_TOO_LARGE: { status: 400, retryable: false },
   DATA_SIZE_MISMATCH: { status: 400, retryable: false },
+  /** A tensor with more elements than the gateway's --max-tensor-elements. */
+  TENSOR_TOO_LARGE: { status: 400, retryable: false },
   MODEL_NOT_READY: { status: 400, retryable: true },
   // 401 / 403: authentication.
   UNAUTHENTICATED: { status: 401, retryable: false },

@@ -73,6 +73,14 @@ export interface StageTimings {
   /** Rows of the execution this request was part of (padding excluded). */
   batchRows: number;
   tier: number;
+  /**
+   * The execution this request was part of, and its place in it: each batch's
+   * members come back as separate replies, so whoever counts executions
+   * (Triton's execution_count, batch_stats) counts the one with member 0.
+   */
+  batchId?: string;
+  member?: number;
+  members?: number;
 }
 
 /** worker (or any hop that fails a request) → the request's reply route. */

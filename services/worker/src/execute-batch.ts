@@ -78,6 +78,9 @@ export async function executeBatch(
           computeOutputNs,
           batchRows: realRows,
           tier,
+          batchId: batch.batchId,
+          member: i,
+          members: live.length,
         },
       };
       replies.push({ replyTo: r.replyTo, correlationId: r.correlationId, body: encode(msg) });
