@@ -91,10 +91,11 @@ class ConvKernel final : public Kernel {
   int64_t N{0}, C{0}, M{0}, G{1};
   Window w;
   bool direct{false};  // 1x1, stride 1, no padding: the input already is the column matrix
+  bool has_bias{false};
   void Run(const KernelArgs &args) const override {
     const float *X = static_cast<const float *>(args.inputs[0]);
     const float *Wt = static_cast<const float *>(args.inputs[1]);
-    const float *B = static_cast<const float *>(args.inputs[2]);
+    const float *B = has_bias ? static_cast<const float *>(args.inputs[2]) : nullptr;
     float *Y = static_cast<float *>(args.outputs[0]);
     float *col = static_cast<float *>(args.scratch);
     const int64_t Cg = C / G;
@@ -168,6 +169,7 @@ std::unique_ptr<Kernel> MakeConv(BuildContext &ctx, std::vector<TensorMeta> &out
   if (ctx.HasInput(2)) {
     ctx.RequireType(2, {ge::DT_FLOAT});
     if (ctx.In(2).Elements() != k->M) ctx.Fail("bias must have " + std::to_string(k->M) + " elements");
+    k->has_bias = true;
   }
   const Window &w = k->w;
   k->direct = w.kH == 1 && w.kW == 1 && w.sH == 1 && w.sW == 1 && w.pt + w.pl + w.pb + w.pr == 0;
