@@ -1,74 +1,184 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BatchStore } from '@ge-mesh/store';
+import { BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import { REDIS_URL, uniqueNamespace } from '../support/mesh-harness.js';
 
+/**
+ * Every batch-state script on the real Redis: claims, take-over of batches a
+ * dead batcher never confirmed, lane slots, worker start/finish, answered
+ * markers and exact admission across connections.
+ */
 describe('batch store (real Redis)', () => {
   let store: BatchStore;
+  const others: BatchStore[] = [];
   before(() => {
     store = BatchStore.connect(REDIS_URL, uniqueNamespace('store'));
   });
   after(async () => {
     await store.purgeNamespace();
     await store.close();
+    for (const o of others) await o.close();
   });
 
-  const member = (id: string) => ({ id, rows: 1, replyTo: 'q', correlationId: id, deadline: Date.now() + 1000 });
+  const member = (id: string, deadline = Date.now() + 5_000) => ({
+    id,
+    rows: 1,
+    replyTo: 'q',
+    correlationId: id,
+    deadline,
+  });
+  const batch = (batchId: string, ids: string[], model = 'm') => ({
+    batchId,
+    model,
+    version: '1',
+    tier: 4,
+    rows: ids.length,
+    members: ids.map((id) => member(id)),
+  });
 
-  it('creates a manifest, claims its members and sets TTLs', async () => {
-    const res = await store.createBatch({
-      batchId: 'b1',
-      model: 'm',
-      version: '1',
-      tier: 4,
-      rows: 3,
-      members: [member('r1'), member('r2')],
-    });
-    assert.deepEqual(res, { ok: true });
+  it('creates a manifest, claims its members, takes a lane slot, and sets TTLs', async () => {
+    assert.deepEqual(await store.createBatch(batch('b1', ['r1', 'r2'])), { ok: true });
     const m = await store.manifest('b1');
     assert.equal(m?.state, 'formed');
     assert.equal(m?.tier, 4);
-    assert.equal(m?.rows, 3);
+    assert.equal(m?.rows, 2);
     assert.deepEqual(
       m?.members.map((x) => x.id),
       ['r1', 'r2'],
     );
     assert.equal(await store.redis.get(store.claimKey('r1')), 'b1');
+    assert.equal(await store.inFlight('m'), 1);
     const ttl = await store.redis.pttl(store.batchKey('b1'));
     assert.ok(ttl > 0 && ttl <= store.ttlMs, `ttl ${ttl}`);
+    assert.ok((await store.redis.pttl(store.inFlightKey('m'))) > 0);
   });
 
   it('refuses a second manifest with the same id', async () => {
-    const res = await store.createBatch({
-      batchId: 'b1',
-      model: 'm',
-      version: '1',
-      tier: 1,
-      rows: 1,
-      members: [member('r9')],
-    });
-    assert.deepEqual(res, { ok: false, reason: 'exists' });
+    assert.deepEqual(await store.createBatch(batch('b1', ['r9'])), { ok: false, reason: 'exists' });
     assert.equal(await store.redis.exists(store.claimKey('r9')), 0, 'nothing written on refusal');
   });
 
-  it('reports members already claimed by another batch and writes nothing', async () => {
-    const res = await store.createBatch({
-      batchId: 'b2',
-      model: 'm',
-      version: '1',
-      tier: 4,
-      rows: 3,
-      members: [member('r3'), member('r2'), member('r1')],
-    });
+  it('a request claimed by a published batch is not batched again, and nothing is written', async () => {
+    assert.equal(await store.setState('b1', 'formed', 'published'), true);
+    const res = await store.createBatch(batch('b2', ['r3', 'r2', 'r1']));
     assert.deepEqual(res, { ok: false, reason: 'claimed', claimedIds: ['r2', 'r1'] });
     assert.equal(await store.redis.exists(store.batchKey('b2')), 0);
     assert.equal(await store.redis.exists(store.claimKey('r3')), 0);
+    assert.equal(await store.inFlight('m'), 1);
   });
 
   it('moves state only from the expected state', async () => {
-    assert.equal(await store.setState('b1', 'formed', 'published'), true);
     assert.equal(await store.setState('b1', 'formed', 'published'), false);
     assert.equal((await store.manifest('b1'))?.state, 'published');
     assert.equal(await store.setState('nope', 'formed', 'published'), false);
+  });
+
+  it('takes over requests of a batch left in state formed; its worker then runs only what it kept', async () => {
+    // A batcher formed b3 and died before its publish was confirmed.
+    assert.deepEqual(await store.createBatch(batch('b3', ['s1', 's2', 's3'], 'k')), { ok: true });
+    assert.equal(await store.inFlight('k'), 1);
+    // Another batcher batches the redelivered s2 and s3.
+    assert.deepEqual(await store.createBatch(batch('b4', ['s2', 's3'], 'k')), { ok: true });
+    assert.equal(await store.redis.get(store.claimKey('s2')), 'b4');
+    assert.equal(await store.inFlight('k'), 1, 'the abandoned batch no longer holds a lane slot');
+    // b3 did reach a worker after all: it answers s1 only.
+    assert.deepEqual(await store.startBatch('b3', ['s1', 's2', 's3']), { kind: 'run', members: [0] });
+    // Once started, b3 keeps s1: a redelivered s1 is not batched again.
+    const again = await store.createBatch(batch('b5', ['s1'], 'k'));
+    assert.deepEqual(again, { ok: false, reason: 'claimed', claimedIds: ['s1'] });
+    assert.deepEqual(await store.startBatch('b4', ['s2', 's3']), { kind: 'run', members: [0, 1] });
+  });
+
+  it('refuses a batch when every lane slot is taken, and frees a slot when a worker finishes', async () => {
+    const sub = store.redis.duplicate();
+    const heard: string[] = [];
+    await sub.subscribe(store.lanesChannel('L'));
+    sub.on('message', (_ch, id: string) => heard.push(id));
+    assert.deepEqual(await store.createBatch(batch('L1', ['l1'], 'L'), { maxInFlight: 2 }), { ok: true });
+    assert.deepEqual(await store.createBatch(batch('L2', ['l2'], 'L'), { maxInFlight: 2 }), { ok: true });
+    assert.deepEqual(await store.createBatch(batch('L3', ['l3'], 'L'), { maxInFlight: 2 }), {
+      ok: false,
+      reason: 'no-lane',
+      inFlight: 2,
+    });
+    assert.equal(await store.redis.exists(store.claimKey('l3')), 0);
+    assert.equal(await store.finishBatch('L1', 'L'), true);
+    assert.equal((await store.manifest('L1'))?.state, 'done');
+    assert.equal(await store.inFlight('L'), 1);
+    assert.deepEqual(await store.createBatch(batch('L3', ['l3'], 'L'), { maxInFlight: 2 }), { ok: true });
+    // A finished batch redelivered to a worker is not run again.
+    assert.deepEqual(await store.startBatch('L1', ['l1']), { kind: 'done' });
+    for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(heard, ['L1']);
+    await sub.quit();
+  });
+
+  it('an in-flight entry lapses with its members deadline', async () => {
+    const b = { ...batch('E1', ['e1'], 'E'), members: [member('e1', Date.now() + 50)] };
+    assert.deepEqual(await store.createBatch(b), { ok: true });
+    assert.equal(await store.inFlight('E'), 1);
+    assert.equal(await store.inFlight('E', Date.now() + 2_000), 0);
+  });
+
+  it('a request answered with an error is marked, so a redelivered copy is dropped', async () => {
+    assert.equal(await store.expireRequest('x1', 'timeout'), true);
+    assert.equal(await store.redis.get(store.claimKey('x1')), '!timeout');
+    assert.equal(await store.expireRequest('x1', 'timeout'), false, 'answered once');
+    assert.deepEqual(await store.createBatch(batch('X1', ['x1', 'x2'], 'X')), {
+      ok: false,
+      reason: 'claimed',
+      claimedIds: ['x1'],
+    });
+    // A request a started batch carries is never expired by a batcher.
+    assert.deepEqual(await store.createBatch(batch('X2', ['x2'], 'X')), { ok: true });
+    await store.startBatch('X2', ['x2']);
+    assert.equal(await store.expireRequest('x2', 'timeout'), false);
+  });
+
+  it('admission is exact across connections: max_queue_size 8, 10 at once → 8 admitted', async () => {
+    for (let i = 0; i < 3; i++) others.push(BatchStore.connect(REDIS_URL, store.namespace));
+    const q = store.queueKey('tiny', 0);
+    const deadline = Date.now() + 5_000;
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => (others[i % 3] as BatchStore).admit(q, `a${i}`, deadline, 8)),
+    );
+    assert.equal(results.filter((r) => r.admitted).length, 8);
+    assert.equal(results.filter((r) => !r.admitted).length, 2);
+    assert.equal(await store.queueSize(q), 8);
+    // Batching takes members out of the queue; a failed publish takes one out too.
+    const admitted = results.flatMap((r, i) => (r.admitted ? [`a${i}`] : []));
+    const inBatch = admitted.slice(0, 3);
+    assert.deepEqual(await store.createBatch(batch('Q1', inBatch, 'tiny'), { queueKeys: [q] }), { ok: true });
+    assert.equal(await store.queueSize(q), 5);
+    assert.equal(await store.leaveQueue(q, [admitted[3] as string, 'unknown']), 1);
+    assert.equal(await store.queueSize(q), 4);
+    assert.equal(await store.expireRequest(admitted[4] as string, 'timeout', q), true);
+    assert.equal(await store.queueSize(q), 3);
+  });
+
+  it('an admission entry stops counting at its deadline (a crashed gateway leaks no slot)', async () => {
+    const q = store.queueKey('lapse', 1);
+    const now = Date.now();
+    assert.deepEqual(await store.admit(q, 'p1', now + 30, 1, now), { admitted: true, size: 1 });
+    assert.deepEqual(await store.admit(q, 'p2', now + 5_000, 1, now), { admitted: false, size: 1 });
+    assert.deepEqual(await store.admit(q, 'p2', now + 5_000, 1, now + 31), { admitted: true, size: 1 });
+    assert.deepEqual(await store.admit(q, 'p2', now + 5_000, 1, now + 32), { admitted: true, size: 1 }, 'idempotent');
+  });
+
+  it('queue policy: the request timeout only shortens the default, and is ignored when the default is 0', () => {
+    const p = {
+      timeoutAction: 'REJECT',
+      defaultTimeoutMicroseconds: 1000,
+      allowTimeoutOverride: true,
+      maxQueueSize: 0,
+    } as const;
+    assert.equal(queueTimeoutUs(p, 0), 1000);
+    assert.equal(queueTimeoutUs(p, 400), 400);
+    assert.equal(queueTimeoutUs(p, 4000), 1000);
+    assert.equal(queueTimeoutUs({ ...p, allowTimeoutOverride: false }, 400), 1000);
+    assert.equal(queueTimeoutUs({ ...p, defaultTimeoutMicroseconds: 0 }, 400), 0);
+    const levels = new Map([[2, { ...p, maxQueueSize: 3 }]]);
+    assert.equal(levelPolicy({ defaultQueuePolicy: p, priorityQueuePolicy: levels }, 2).maxQueueSize, 3);
+    assert.equal(levelPolicy({ defaultQueuePolicy: p, priorityQueuePolicy: levels }, 1).maxQueueSize, 0);
   });
 });

@@ -1,2 +1,3 @@
 export * from './batch-store.js';
+export * from './queue-policy.js';
 export * from './scripts.js';

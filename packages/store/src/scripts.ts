@@ -7,7 +7,15 @@ import type { Redis } from 'ioredis';
  * ARGV, return codes). They are registered with ioredis' defineCommand, which
  * sends EVALSHA and falls back to EVAL after a NOSCRIPT.
  */
-export const SCRIPT_NAMES = ['create-batch-1', 'set-batch-state-1'] as const;
+export const SCRIPT_NAMES = [
+  'admit-request-1',
+  'leave-queue-1',
+  'create-batch-2',
+  'set-batch-state-1',
+  'start-batch-1',
+  'finish-batch-1',
+  'expire-request-1',
+] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 const luaDir = fileURLToPath(new URL('../lua/', import.meta.url));

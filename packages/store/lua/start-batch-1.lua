@@ -1,0 +1,39 @@
+--[[
+  start-batch: a worker is about to run a batch. Locks the claims of the
+  members it will answer (a batch in state 'running' is never taken over) and
+  tells it which members another batch took over while this one was in state
+  'formed' (see create-batch), so no request is answered twice.
+
+  KEYS[1]        batch manifest hash   <ns>:batch:<batchId>
+  KEYS[2..1+n]   one claim per member  <ns>:claim:<requestId>
+
+  ARGV[1]        batchId
+  ARGV[2]        now, ms since the epoch
+  ARGV[3]        TTL for a manifest or claim that has to be written again, ms
+
+  Returns
+    {0}              the batch was already answered (state 'done'): run nothing
+    {1, i, j, ...}   run members i, j (1-based); the others belong to another batch.
+                     A manifest or claim that is gone (expired, or Redis lost it) is
+                     written again for this batch, so a later copy is not run twice.
+]]
+local state = redis.call('HGET', KEYS[1], 'state')
+if state == 'done' then
+  return {0}
+end
+local ttl = tonumber(ARGV[3])
+local run = {1}
+for i = 2, #KEYS do
+  local owner = redis.call('GET', KEYS[i])
+  if not owner then
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ttl)
+    run[#run + 1] = i - 1
+  elseif owner == ARGV[1] then
+    run[#run + 1] = i - 1
+  end
+end
+redis.call('HSET', KEYS[1], 'state', 'running', 'updatedAt', ARGV[2])
+if not state then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return run
