@@ -208,10 +208,12 @@ export class GeModel {
     return lines(nativeBridge().modelWarnings(this.handle) as string);
   }
 
+  /** Inputs of a tier in config order, with the exact byte size run() expects. */
   inputInfo(tier: number): readonly GeTensorInfo[] {
     return this.tierInfo(this.inputInfos, tier);
   }
 
+  /** Outputs as GE compiled them, in the ONNX graph's output order (GE reports no names). */
   outputInfo(tier: number): readonly GeTensorInfo[] {
     return this.tierInfo(this.outputInfos, tier);
   }
