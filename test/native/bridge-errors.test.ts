@@ -39,6 +39,7 @@ describe('bridge errors and warnings', { skip: skipNative }, () => {
   const tmp = tempDir('errors');
   let tiny = '';
   let einsum = '';
+  let embed = '';
   const load = (overrides: Partial<Parameters<typeof GeModel.load>[0]> = {}) =>
     GeModel.load({
       modelPath: tiny,
@@ -54,6 +55,14 @@ describe('bridge errors and warnings', { skip: skipNative }, () => {
       const x = g.input('x', 'FP32', ['batch', 4]);
       const h = g.op('Gemm', [x, g.floats('w', [4, 3], W), g.floats('b', [3], B)]);
       g.output(g.op('Relu', [h], {}, 'y'), 'FP32', ['batch', 3]);
+    });
+    embed = writeModel(tmp.dir, 'embed', (g) => {
+      const table = g.floats(
+        'table',
+        [10, 2],
+        Array.from({ length: 20 }, (_, i) => i / 2),
+      );
+      g.output(g.op('Gather', [table, g.input('ids', 'INT64', ['batch', 3])], {}, 'y'), 'FP32', ['batch', 3, 2]);
     });
     einsum = writeModel(tmp.dir, 'einsum', (g) => {
       const x = g.input('x', 'FP32', ['batch', 4]);
@@ -205,6 +214,28 @@ describe('bridge errors and warnings', { skip: skipNative }, () => {
       const out1 = new Uint8Array(12);
       model.run(0, 0, [x.subarray(4)], [out1]);
       assert.ok(maxAbsDiff(f32(out1), reference(x.subarray(4))) <= 1e-6);
+    } finally {
+      model.destroy();
+    }
+  });
+
+  test('an input the device cannot execute fails the run with the kernel message; the next run works', () => {
+    const model = load({
+      modelPath: embed,
+      inputs: [{ name: 'ids', dataType: 'INT64' }],
+      tiers: batchTiers([[3]], [1]),
+    });
+    try {
+      const y = new Float32Array(6);
+      const err = expectBridgeError(
+        () => model.run(0, 0, [new BigInt64Array([1n, 12n, 2n])], [y]),
+        'EXECUTE',
+        'aclrtSynchronizeStream after graph',
+        'Gather index 12 is out of range [0, 10)',
+      );
+      assert.equal(err.nativeCode, 507011); // ACL_ERROR_RT_MODEL_EXECUTE
+      model.run(0, 0, [new BigInt64Array([9n, 0n, -1n])], [y]);
+      assert.deepEqual(Array.from(y), [9, 9.5, 0, 0.5, 9, 9.5]);
     } finally {
       model.destroy();
     }
