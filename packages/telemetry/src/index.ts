@@ -6,3 +6,5 @@ export type { Logger };
 export function createLogger(service: string, level = process.env.GEMESH_LOG_LEVEL ?? 'info'): Logger {
   return pino({ name: service, level, base: { service, pid: process.pid } });
 }
+
+// Metrics live at '@ge-mesh/telemetry/metrics', so services that only log do not load prom-client.

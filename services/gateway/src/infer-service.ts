@@ -9,6 +9,7 @@ import {
   PROTOCOL_VERSION,
   TRITON_MESSAGES,
 } from '@ge-mesh/protocol';
+import type { Admission } from './admission.js';
 import type { ValidatedInfer } from './infer/index.js';
 import type { ReplyRouter } from './reply-router.js';
 
@@ -22,6 +23,8 @@ export class InferService {
     private readonly broker: Broker,
     private readonly replies: ReplyRouter,
     private readonly requestTimeoutMs: number,
+    /** max_queue_size, counted mesh-wide; absent = no limit is enforced. */
+    private readonly admission?: Admission,
   ) {}
 
   async infer(model: RepositoryModel, version: string, req: ValidatedInfer): Promise<InferResponseMessage> {
@@ -43,6 +46,7 @@ export class InferService {
       replyTo: this.replies.queue,
       correlationId: id,
     };
+    const leaveQueue = await this.admission?.admit(model.config, id, msg.priority, msg.deadline);
     // Wait first, so a reply racing the confirm is not missed.
     const reply = this.replies.wait(id, this.requestTimeoutMs + 1_000);
     try {
@@ -50,9 +54,11 @@ export class InferService {
         persistent: true,
         messageId: id,
       });
-    } catch (err) {
+    } catch {
       this.replies.cancel(id);
-      throw new MeshError('UNAVAILABLE', `the request could not be queued: ${(err as Error).message}`);
+      await leaveQueue?.();
+      // The broker's own text may name queues and hosts: it stays out of the answer.
+      throw new MeshError('UNAVAILABLE', 'the request could not be queued; try again');
     }
     const res = await reply;
     if (!res) throw new MeshError('TIMEOUT', TRITON_MESSAGES.timeout);

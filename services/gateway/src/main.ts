@@ -1,10 +1,16 @@
 import { Broker, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { createLogger } from '@ge-mesh/telemetry';
+import { InferenceMetrics, type MetricsServer, serveMetrics } from '@ge-mesh/telemetry/metrics';
+import { AmqpIngress } from './amqp/ingress.js';
+import { AuthConfigError, Authorizer } from './auth.js';
 import { buildApp } from './http/app.js';
 import { InferService } from './infer-service.js';
+import { Inference } from './inference.js';
+import { type ModelStates, RepositoryModelStates } from './model-states.js';
 import { ReplyRouter } from './reply-router.js';
 import { loadGatewaySettings } from './settings.js';
+import { InferenceStats } from './stats/inference-stats.js';
 
 const settings = loadGatewaySettings();
 const log = createLogger('gateway', settings.logLevel);
@@ -12,29 +18,78 @@ const topo = topology(settings.namespace);
 
 const repository = await loadRepository(settings.modelRepository);
 for (const [name, err] of repository.errors) log.error({ model: name, err: err.message }, 'model not loaded');
+// Model readiness: today every model the repository loaded is ready. A provider
+// that follows workers and load/unload implements the same interface.
+const states: ModelStates = new RepositoryModelStates(repository);
+
+let auth: Authorizer;
+try {
+  auth = await Authorizer.load(settings, states);
+} catch (err) {
+  if (!(err instanceof AuthConfigError)) throw err;
+  log.fatal({ err: err.message }, 'invalid API key configuration');
+  process.exit(1);
+}
+if (!auth.enabled) log.warn('no API key configured: every endpoint is open (set --api-keys or --api-keys-file)');
+
+const metrics = settings.allowMetrics ? new InferenceMetrics({ processMetricsPrefix: 'gemesh_gateway_' }) : undefined;
+for (const name of states.names()) for (const v of states.readyVersions(name)) metrics?.addModel(name, v);
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `gateway-${process.pid}`);
 const setup = await broker.channel();
-for (const name of repository.models.keys()) await broker.assertWorkQueue(setup, topo.requests(name));
+for (const name of states.names()) await broker.assertWorkQueue(setup, topo.requests(name));
 await setup.close();
 const replies = new ReplyRouter(broker, log);
+const inference = new Inference(
+  new InferService(broker, replies, settings.requestTimeoutMs),
+  new InferenceStats(),
+  metrics,
+);
+replies.onReply = inference.observeReply;
 await replies.start();
 
 let stopping = false;
-const app = buildApp({
-  repository,
-  infer: new InferService(broker, replies, settings.requestTimeoutMs),
-  maxBodyBytes: settings.maxBodyBytes,
-  isReady: () => !stopping,
-});
+const isReady = () => !stopping;
+const limits = { maxBodyBytes: settings.maxBodyBytes, maxTensorElements: settings.maxTensorElements };
+
+let metricsServer: MetricsServer | undefined;
+if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
+
+const ingress = settings.amqpIngress
+  ? new AmqpIngress({
+      broker,
+      states,
+      auth,
+      inference,
+      ...limits,
+      prefetch: settings.amqpPrefetch,
+      isReady,
+      log,
+      metrics,
+    })
+  : undefined;
+await ingress?.start();
+
+const app = buildApp({ states, inference, auth, ...limits, isReady, log, metrics });
 const address = await app.listen({ host: settings.host, port: settings.httpPort });
-log.info({ address, models: [...repository.models.keys()] }, 'gateway ready');
+log.info(
+  {
+    address,
+    metricsPort: metricsServer?.port ?? null,
+    amqpIngress: ingress?.queue ?? null,
+    apiKeys: auth.keyCount,
+    models: states.names(),
+  },
+  'gateway ready',
+);
 
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info({ signal, pending: replies.pendingCount }, 'stopping');
+  await ingress?.stop();
   await app.close();
+  await metricsServer?.close();
   await broker.close();
   process.exit(0);
 }

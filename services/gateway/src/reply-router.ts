@@ -17,6 +17,8 @@ export class ReplyRouter {
   private readonly waiting = new Map<string, Waiter>();
   readonly queue: string;
   duplicates = 0;
+  /** Sees every decoded reply, including late and duplicate ones (for statistics). */
+  onReply?: (res: InferResponseMessage) => void;
 
   constructor(
     private readonly broker: Broker,
@@ -34,6 +36,19 @@ export class ReplyRouter {
       this.queue,
       (msg) => {
         const id = msg.properties.correlationId as string | undefined;
+        let res: InferResponseMessage | null = null;
+        try {
+          res = decode<InferResponseMessage>(msg.content);
+        } catch (err) {
+          this.log.error({ err }, 'undecodable reply');
+        }
+        if (res) {
+          try {
+            this.onReply?.(res);
+          } catch (err) {
+            this.log.error({ err }, 'reply observer failed');
+          }
+        }
         const w = id ? this.waiting.get(id) : undefined;
         if (!w || !id) {
           this.duplicates++;
@@ -41,12 +56,7 @@ export class ReplyRouter {
         }
         this.waiting.delete(id);
         clearTimeout(w.timer);
-        try {
-          w.resolve(decode<InferResponseMessage>(msg.content));
-        } catch (err) {
-          this.log.error({ err }, 'undecodable reply');
-          w.resolve(null);
-        }
+        w.resolve(res);
       },
       // Replies are not redelivered to another gateway: if this one dies, its HTTP clients are gone too.
       { noAck: true },

@@ -1,126 +1,262 @@
-import type { Repository, RepositoryModel } from '@ge-mesh/model-repository';
-import { ERRORS, MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
+import type { Logger } from '@ge-mesh/telemetry';
+import type { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Authorizer, Principal } from '../auth.js';
 import { encodeInferResponse, parseInferBody, validateInfer } from '../infer/index.js';
-import type { InferService } from '../infer-service.js';
+import { MSG } from '../infer/messages.js';
+import type { Inference } from '../inference.js';
+import type { ModelStates } from '../model-states.js';
+import { canonicalVersion, resolveModel } from '../resolve-model.js';
+import { compress, decodeBody, parseHeaderLength, responseCompression } from './encoding.js';
+import { errorAnswer } from './errors.js';
+import { modelConfigJson } from './model-config-json.js';
 import { modelMetadata } from './model-metadata.js';
 
 export interface AppDeps {
-  repository: Repository;
-  infer: InferService;
+  states: ModelStates;
+  inference: Inference;
+  auth: Authorizer;
+  /** Largest request body, before and after decompression (Triton's --http-max-input-size). */
   maxBodyBytes: number;
+  /** Most elements one input tensor may declare. */
+  maxTensorElements: number;
   /** Whether the mesh can take requests now (broker connected, not stopping). */
   isReady: () => boolean;
-  logger?: boolean;
+  metrics?: InferenceMetrics;
+  /** Where internal errors are logged (never sent to clients). */
+  log?: Logger;
 }
 
 export const SERVER_NAME = 'ge-mesh';
 export const SERVER_VERSION = '0.1.0';
-export const SERVER_EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'parameters'];
 
-function sendError(reply: FastifyReply, err: unknown): FastifyReply {
-  const e = err instanceof MeshError ? err : new MeshError('INTERNAL', 'internal error');
-  return reply.code(ERRORS[e.code].status).type('application/json').send({ error: e.message });
+/**
+ * Triton's extension names in the order Triton lists them. GE Mesh lists the
+ * ones it implements: the core set always, model_repository once load/unload
+ * routes exist.
+ */
+const ALWAYS = new Set(['classification', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics']);
+const TRITON_ORDER = [
+  'classification',
+  'sequence',
+  'model_repository',
+  'model_repository(unload_dependents)',
+  'schedule_policy',
+  'model_configuration',
+  'system_shared_memory',
+  'cuda_shared_memory',
+  'binary_tensor_data',
+  'parameters',
+  'statistics',
+  'trace',
+  'logging',
+];
+
+type ModelParams = { model: string; version?: string };
+interface RouteInfo {
+  readonly methods: readonly string[];
+  readonly pattern: RegExp;
+  readonly url: string;
 }
 
-/** Version segments must be integers, as in Triton's route regexes. */
-const VERSION = /^[0-9]+$/;
-
+/**
+ * The KServe v2 REST API (Triton's HTTP endpoints): health, server and model
+ * metadata, model config, readiness, inference (JSON and the binary tensor
+ * extension, gzip/deflate both ways), statistics and the repository index.
+ * Every error body is `{"error": "<message>"}` with Triton's status.
+ *
+ * Further routes (repository load/unload) can be registered on the returned
+ * instance before it listens; the server metadata picks them up.
+ */
 export function buildApp(deps: AppDeps): FastifyInstance {
+  const { states, auth } = deps;
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger: false,
     bodyLimit: deps.maxBodyBytes,
-    // Infer bodies may be JSON, JSON + binary blobs, or raw bytes: take them all as a Buffer.
-    return503OnClosing: true,
+    // Model names may be long; Fastify's default cap is 100 characters.
+    maxParamLength: 1024,
   });
+
+  const routes: RouteInfo[] = [];
+  app.addHook('onRoute', (opts) => {
+    const methods = ([] as string[]).concat(opts.method as string | string[]);
+    const pattern = new RegExp(`^${opts.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+')}$`);
+    routes.push({ methods, pattern, url: opts.url });
+  });
+
+  // Bodies may be JSON, JSON + binary blobs, raw bytes or compressed: all are read as a Buffer.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
-  const findModel = (name: string, version?: string): { model: RepositoryModel; version: string } => {
-    const model = deps.repository.models.get(name);
-    if (!model) throw new MeshError('MODEL_NOT_FOUND', TRITON_MESSAGES.unknownModel(name));
-    if (version === undefined) {
-      const latest = model.versions[0];
-      if (!latest)
-        throw new MeshError('MODEL_NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
-      return { model, version: latest.version };
-    }
-    // Triton's routes only match integer versions; anything else is an unknown path.
-    if (!VERSION.test(version)) throw new MeshError('NOT_FOUND', TRITON_MESSAGES.notFound);
-    if (!model.versions.some((v) => v.version === version)) {
-      throw new MeshError('MODEL_VERSION_NOT_FOUND', TRITON_MESSAGES.unknownVersion(name, version));
-    }
-    return { model, version };
+  const sendError = (reply: FastifyReply, err: unknown): FastifyReply => {
+    const a = errorAnswer(err);
+    if (a.code === 'INTERNAL' && !(err instanceof MeshError)) deps.log?.error({ err }, 'internal error');
+    deps.metrics?.errorAnswered(a.code, 'http');
+    return reply.code(a.status).headers(a.headers).type('application/json').send(a.body);
   };
+  const authHeader = (req: FastifyRequest) => req.headers.authorization;
 
+  const resolve = (p: ModelParams) => resolveModel(states, p.model, p.version);
+
+  const guarded =
+    <P>(handler: (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown> | unknown) =>
+    async (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
+      try {
+        return await handler(req, reply);
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    };
+
+  // Health: no key needed (probes), empty bodies.
   app.get('/v2/health/live', (_req, reply) => reply.code(200).send());
-  app.get('/v2/health/ready', (_req, reply) => reply.code(deps.isReady() ? 200 : 400).send());
-  app.get('/v2', (_req, reply) =>
-    reply.send({ name: SERVER_NAME, version: SERVER_VERSION, extensions: SERVER_EXTENSIONS }),
+  app.get('/v2/health/ready', (_req, reply) => reply.code(deps.isReady() && states.allReady() ? 200 : 400).send());
+
+  app.get(
+    '/v2',
+    guarded((req, reply) => {
+      auth.check(authHeader(req));
+      const present = new Set(ALWAYS);
+      const hasRoute = (re: RegExp) => routes.some((r) => r.methods.includes('POST') && re.test(r.url));
+      if (
+        hasRoute(/^\/v2\/repository\/models\/:[^/]+\/load$/) &&
+        hasRoute(/^\/v2\/repository\/models\/:[^/]+\/unload$/)
+      ) {
+        present.add('model_repository');
+        present.add('model_repository(unload_dependents)');
+      }
+      return reply.send({
+        name: SERVER_NAME,
+        version: SERVER_VERSION,
+        extensions: TRITON_ORDER.filter((e) => present.has(e)),
+      });
+    }),
   );
 
-  type ModelParams = { model: string; version?: string };
-  const metadata = (p: ModelParams, reply: FastifyReply) => {
-    try {
-      const { model, version } = findModel(p.model, p.version);
-      return reply.send(
-        modelMetadata(model, p.version === undefined ? model.versions.map((v) => v.version) : [version]),
-      );
-    } catch (err) {
-      return sendError(reply, err);
-    }
-  };
-  app.get<{ Params: ModelParams }>('/v2/models/:model', (req, reply) => metadata(req.params, reply));
-  app.get<{ Params: ModelParams }>('/v2/models/:model/versions/:version', (req, reply) => metadata(req.params, reply));
+  const metadata = guarded<ModelParams>((req, reply) => {
+    auth.check(authHeader(req), req.params.model);
+    const { model, version } = resolve(req.params);
+    const versions =
+      req.params.version === undefined
+        ? [...states.readyVersions(model.name)].sort((a, b) => Number(a) - Number(b))
+        : [version];
+    return reply.send(modelMetadata(model, versions));
+  });
+  app.get('/v2/models/:model', metadata);
+  app.get('/v2/models/:model/versions/:version', metadata);
 
-  const ready = (p: ModelParams, reply: FastifyReply) => {
-    try {
-      findModel(p.model, p.version);
-      return reply.code(deps.isReady() ? 200 : 400).send();
-    } catch (err) {
-      return sendError(reply, err);
-    }
-  };
-  app.get<{ Params: ModelParams }>('/v2/models/:model/ready', (req, reply) => ready(req.params, reply));
-  app.get<{ Params: ModelParams }>('/v2/models/:model/versions/:version/ready', (req, reply) =>
-    ready(req.params, reply),
-  );
+  const ready = guarded<ModelParams>((req, reply) => {
+    auth.check(authHeader(req), req.params.model);
+    resolve(req.params);
+    if (!deps.isReady()) throw new MeshError('MODEL_NOT_READY', 'Model version not ready');
+    return reply.code(200).send();
+  });
+  app.get('/v2/models/:model/ready', ready);
+  app.get('/v2/models/:model/versions/:version/ready', ready);
 
-  const infer = async (p: ModelParams, body: unknown, headerLength: string | undefined, reply: FastifyReply) => {
-    try {
-      if (!deps.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
-      const { model, version } = findModel(p.model, p.version);
-      const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
-      const parsed = parseInferBody(buf, headerLength === undefined ? undefined : Number(headerLength), model.name);
-      const validated = validateInfer(parsed, model.config);
-      const res = await deps.infer.infer(model, version, validated);
-      const out = encodeInferResponse(
-        {
-          model: model.name,
-          version,
-          ...(validated.clientId !== undefined ? { id: validated.clientId } : {}),
-          outputs: res.outputs ?? [],
-        },
-        validated.outputs,
-        validated.binaryDataOutput,
-      );
-      if (out.headerLength !== undefined) reply.header('inference-header-content-length', out.headerLength);
-      return reply.code(200).type(out.contentType).send(out.body);
-    } catch (err) {
-      return sendError(reply, err);
+  const config = guarded<ModelParams>((req, reply) => {
+    auth.check(authHeader(req), req.params.model);
+    const { model } = resolve(req.params);
+    return reply.send(modelConfigJson(model));
+  });
+  app.get('/v2/models/:model/config', config);
+  app.get('/v2/models/:model/versions/:version/config', config);
+
+  const infer = guarded<ModelParams>(async (req, reply) => {
+    auth.check(authHeader(req), req.params.model);
+    if (!deps.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
+    const { model, version } = resolve(req.params);
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
+    const headerLength = parseHeaderLength(headerValue(req.headers['inference-header-content-length']));
+    const parsed = parseInferBody(body, headerLength, model.name, { maxElements: deps.maxTensorElements });
+    const validated = validateInfer(parsed, model.config);
+    const res = await deps.inference.run(model, version, validated);
+    const out = encodeInferResponse(
+      {
+        model: model.name,
+        version,
+        ...(validated.clientId !== undefined ? { id: validated.clientId } : {}),
+        outputs: res.outputs ?? [],
+      },
+      validated.outputs,
+      validated.binaryDataOutput,
+    );
+    if (out.headerLength !== undefined) reply.header('inference-header-content-length', out.headerLength);
+    const how = responseCompression(req.headers['accept-encoding']);
+    if (how) {
+      reply.header('content-encoding', how);
+      return reply
+        .code(200)
+        .type(out.contentType)
+        .send(await compress(out.body, how));
     }
-  };
-  type InferRoute = { Params: ModelParams; Headers: { 'inference-header-content-length'?: string } };
-  app.post<InferRoute>('/v2/models/:model/infer', (req, reply) =>
-    infer(req.params, req.body, req.headers['inference-header-content-length'], reply),
-  );
-  app.post<InferRoute>('/v2/models/:model/versions/:version/infer', (req, reply) =>
-    infer(req.params, req.body, req.headers['inference-header-content-length'], reply),
-  );
+    return reply.code(200).type(out.contentType).send(out.body);
+  });
+  app.post('/v2/models/:model/infer', infer);
+  app.post('/v2/models/:model/versions/:version/infer', infer);
+
+  // Statistics: Triton's shape; unknown or not-ready models are 400, as in Triton.
+  const stats = guarded<ModelParams>((req, reply) => {
+    const name = req.params.model;
+    const principal: Principal | undefined = auth.check(authHeader(req), name);
+    const rows: Array<{ model: string; version: string }> = [];
+    const ascending = (m: string) => [...states.readyVersions(m)].sort((a, b) => Number(a) - Number(b));
+    if (name === undefined) {
+      for (const m of states.names()) {
+        if (!auth.canSee(principal, m)) continue;
+        for (const v of ascending(m)) rows.push({ model: m, version: v });
+      }
+    } else {
+      const ready = ascending(name);
+      if (ready.length === 0) throw new MeshError('INVALID_ARGUMENT', `requested model '${name}' is not available`);
+      if (req.params.version === undefined) {
+        for (const v of ready) rows.push({ model: name, version: v });
+      } else {
+        const v = canonicalVersion(req.params.version);
+        if (!ready.includes(v)) {
+          throw new MeshError('INVALID_ARGUMENT', `requested model version is not available for model '${name}'`);
+        }
+        rows.push({ model: name, version: v });
+      }
+    }
+    return reply.send({ model_stats: rows.map((r) => deps.inference.stats.json(r.model, r.version)) });
+  });
+  app.get('/v2/models/stats', stats);
+  app.get('/v2/models/:model/stats', stats);
+  app.get('/v2/models/:model/versions/:version/stats', stats);
+
+  // Repository index; Triton ignores a repository name here (load/unload refuse one).
+  const index = guarded(async (req, reply) => {
+    const principal = auth.check(authHeader(req));
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
+    let readyOnly = false;
+    if (body.length > 0) {
+      let doc: unknown;
+      try {
+        doc = JSON.parse(body.toString('utf8'));
+      } catch (err) {
+        throw new MeshError('BAD_JSON', MSG.badJson((err as Error).message));
+      }
+      if (typeof doc === 'object' && doc !== null && Object.hasOwn(doc, 'ready')) {
+        const r = (doc as { ready: unknown }).ready;
+        if (typeof r !== 'boolean')
+          throw new MeshError('INVALID_ARGUMENT', "Invalid value for 'ready': expected a boolean");
+        readyOnly = r;
+      }
+    }
+    return reply.send(states.index(readyOnly).filter((row) => auth.canSee(principal, row.name)));
+  });
+  app.post('/v2/repository/index', index);
+  app.post('/v2/repository/:repository/index', index);
 
   app.setNotFoundHandler((req, reply) => {
-    const known = app.hasRoute({ method: req.method === 'GET' ? 'POST' : 'GET', url: req.url.split('?')[0] ?? '' });
-    if (known) return sendError(reply, new MeshError('METHOD_NOT_ALLOWED', TRITON_MESSAGES.methodNotAllowed));
+    const path = req.url.split('?')[0] ?? '';
+    const known = routes.some((r) => r.pattern.test(path) && !r.methods.includes(req.method));
+    const wrongMethod = known && !routes.some((r) => r.pattern.test(path) && r.methods.includes(req.method));
+    if (wrongMethod) return sendError(reply, new MeshError('METHOD_NOT_ALLOWED', TRITON_MESSAGES.methodNotAllowed));
     return sendError(reply, new MeshError('NOT_FOUND', TRITON_MESSAGES.notFound));
   });
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
@@ -130,10 +266,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         new MeshError('PAYLOAD_TOO_LARGE', `request body is larger than the limit of ${deps.maxBodyBytes} bytes`),
       );
     }
-    if (err.statusCode && err.statusCode < 500) {
-      return reply.code(err.statusCode).send({ error: err.message });
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      deps.metrics?.errorAnswered('INVALID_ARGUMENT', 'http');
+      return reply.code(err.statusCode).type('application/json').send({ error: err.message });
     }
     return sendError(reply, err);
   });
   return app;
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
 }

@@ -22,19 +22,7 @@ export function encodeInferResponse(
   requested: readonly RequestedOutput[],
   binaryByDefault: boolean,
 ): EncodedResponse {
-  const plan: { tensor: WireTensor; binary: boolean }[] = [];
-  if (requested.length === 0) {
-    for (const tensor of resp.outputs) plan.push({ tensor, binary: binaryByDefault });
-  } else {
-    const byName = new Map(resp.outputs.map((t) => [t.name, t]));
-    for (const r of requested) {
-      const t = byName.get(r.name);
-      if (t === undefined) throw new MeshError('INTERNAL', MSG.outputMissing(r.name, resp.model));
-      const tensor = r.classification ? classify(t, r.classification, resp.labels?.get(r.name)) : t;
-      plan.push({ tensor, binary: r.binary });
-    }
-  }
-
+  const plan = selectOutputs(resp, requested, binaryByDefault);
   const blobs: Uint8Array[] = [];
   const outputs = plan.map(({ tensor: t, binary }) => {
     const head = `{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(',')}],`;
@@ -67,4 +55,23 @@ function checkBinarySize(t: WireTensor): void {
   let count = 1;
   for (const d of t.shape) count *= d;
   if (t.data.length !== count * size) throw new MeshError('INTERNAL', MSG.outputSize(t.name));
+}
+
+/**
+ * The outputs to send, in order, each with its form: what `requested` lists
+ * (classification applied), or every output of `resp` when it lists none.
+ */
+export function selectOutputs(
+  resp: InferResult,
+  requested: readonly RequestedOutput[],
+  binaryByDefault: boolean,
+): { tensor: WireTensor; binary: boolean }[] {
+  if (requested.length === 0) return resp.outputs.map((tensor) => ({ tensor, binary: binaryByDefault }));
+  const byName = new Map(resp.outputs.map((t) => [t.name, t]));
+  return requested.map((r) => {
+    const t = byName.get(r.name);
+    if (t === undefined) throw new MeshError('INTERNAL', MSG.outputMissing(r.name, resp.model));
+    const tensor = r.classification ? classify(t, r.classification, resp.labels?.get(r.name)) : t;
+    return { tensor, binary: r.binary };
+  });
 }

@@ -1,7 +1,7 @@
 /**
  * The KServe v2 inference request/response layer of the gateway, free of I/O:
  *
- *   body ──parseInferBody──► ParsedInfer ──validateInfer(config)──► ValidatedInfer ──► broker
+ *   body ──parseInferBody (REST) / parseInferObject (AMQP)──► ParsedInfer ──validateInfer(config)──► ValidatedInfer ──► broker
  *   worker outputs ──encodeInferResponse──► { body, contentType, headerLength? } ──► HTTP
  *   any error ──errorBody / errorStatus──► {"error": message} with its HTTP status
  *
@@ -11,9 +11,9 @@
  */
 
 export { formatCFixed6 } from './classification.js';
-export { encodeInferResponse } from './encode-response.js';
+export { encodeInferResponse, selectOutputs } from './encode-response.js';
 export { errorBody, errorStatus } from './error-body.js';
-export { parseInferBody } from './parse-body.js';
+export { type ParseOptions, parseInferBody, parseInferObject } from './parse-body.js';
 export { formatJsonDouble } from './tensor-to-json.js';
 export type {
   ClassificationRequest,

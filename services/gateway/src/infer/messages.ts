@@ -81,6 +81,11 @@ export const MSG = {
   // GE Mesh: JSON numbers are doubles here, so INT64 beyond 2^53 would be altered.
   intInexact: (v: number, dt: DataType, input: string) =>
     `Unable to parse 'data': value ${v} of ${dt} input '${input}' is beyond ±(2^53-1) and cannot be read exactly from JSON; send it as binary data`,
+  // GE Mesh: the gateway's own limit (--max-tensor-elements).
+  tooManyElements: (input: string, shape: readonly number[], count: number, limit: number) =>
+    `input '${input}' has shape ${dimsToString(shape)} with ${count} elements, more than the limit of ${limit} elements per tensor`,
+  // GE Mesh: an AMQP request body that is msgpack but not a map.
+  notAMap: () => 'the request must be a msgpack map with model, inputs and optional id, parameters, outputs',
   sharedMemory: (what: 'input' | 'output', name: string) =>
     `shared memory is not supported; send ${what} '${name}' as JSON data or binary data`,
 

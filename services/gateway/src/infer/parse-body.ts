@@ -26,7 +26,12 @@ const MAX_ELEMENTS = 2 ** 63 - 1;
  * INT64/UINT64 values in JSON must lie within ±(2^53-1): JSON numbers are read
  * as doubles, so larger ones are refused rather than altered.
  */
-export function parseInferBody(body: Uint8Array, headerLength?: number, model?: string): ParsedInfer {
+export function parseInferBody(
+  body: Uint8Array,
+  headerLength?: number,
+  model?: string,
+  options: ParseOptions = {},
+): ParsedInfer {
   if (headerLength !== undefined) {
     if (!Number.isInteger(headerLength) || headerLength < 0 || headerLength > body.length) {
       throw new MeshError('INVALID_ARGUMENT', MSG.headerLengthRange(body.length, headerLength));
@@ -45,18 +50,59 @@ export function parseInferBody(body: Uint8Array, headerLength?: number, model?: 
   }
   if (!isObject(doc)) throw new MeshError('BAD_JSON', MSG.badJson('the request is not a JSON object'));
 
-  const id = readId(doc);
-  const params = readParameters(doc);
-  const inputs = readInputs(doc, {
+  return readRequest(doc, {
     body,
     offset: jsonLength,
     binary: headerLength !== undefined,
-    prefix: requestPrefix(id),
+    bytesData: false,
+    prefix: '',
     model,
     // Each JSON element takes at least one character.
     maxLeaves: text.length,
+    maxElements: options.maxElements ?? MAX_ELEMENTS,
   });
-  const outputs = readOutputs(doc, requestPrefix(id));
+}
+
+export interface ParseOptions {
+  /**
+   * Most elements one tensor may declare (the gateway's --max-tensor-elements);
+   * a larger shape is refused with TENSOR_TOO_LARGE before any data is read.
+   */
+  readonly maxElements?: number;
+}
+
+/**
+ * The same request as an already-decoded document (the AMQP ingress's msgpack
+ * map): the fields and checks of `parseInferBody`, except that an input's
+ * `data` may be raw bytes (a Uint8Array of the datatype's little-endian
+ * elements, BYTES length-prefixed), which is then used as is. `size` is the
+ * encoded message's length, bounding what arrays it can hold.
+ */
+export function parseInferObject(doc: unknown, size: number, model?: string, options: ParseOptions = {}): ParsedInfer {
+  if (!isObject(doc)) throw new MeshError('INVALID_ARGUMENT', MSG.notAMap());
+  return readRequest(doc, {
+    body: EMPTY,
+    offset: 0,
+    binary: false,
+    bytesData: true,
+    prefix: '',
+    model,
+    maxLeaves: size,
+    maxElements: options.maxElements ?? MAX_ELEMENTS,
+  });
+}
+
+function readRequest(doc: JsonObject, cur: BlobCursor): ParsedInfer {
+  const id = readId(doc);
+  const params = readParameters(doc);
+  cur.prefix = requestPrefix(id);
+  const inputs = readInputs(doc, cur);
+  const outputs = readOutputs(doc, cur.prefix);
+  if (cur.bytesData) {
+    // Over AMQP every output travels as bytes; there is no JSON form to choose.
+    const binaryOutputs = outputs.map((o) => ({ ...o, binary: true }));
+    return { ...(id !== undefined ? { id } : {}), inputs, outputs: binaryOutputs, ...params, binaryDataOutput: true };
+  }
   return { ...(id !== undefined ? { id } : {}), inputs, outputs, ...params };
 }
 
@@ -138,9 +184,12 @@ interface BlobCursor {
   offset: number;
   /** Whether the body has a binary part (a header length was given). */
   readonly binary: boolean;
-  readonly prefix: string;
+  /** Whether `data` may itself be bytes (decoded msgpack). */
+  readonly bytesData: boolean;
+  prefix: string;
   readonly model: string | undefined;
   readonly maxLeaves: number;
+  readonly maxElements: number;
 }
 
 function readInputs(doc: JsonObject, cur: BlobCursor): WireTensor[] {
@@ -180,9 +229,15 @@ function readInput(item: JsonObject, cur: BlobCursor, seen: Set<string>): WireTe
   if (params !== undefined && has(params, 'shared_memory_region')) {
     throw new MeshError('UNSUPPORTED', MSG.sharedMemory('input', name));
   }
+  let count = 1;
+  for (const d of shape) count *= d;
+  if (count > cur.maxElements && count <= MAX_ELEMENTS) {
+    throw new MeshError('TENSOR_TOO_LARGE', cur.prefix + MSG.tooManyElements(name, shape, count, cur.maxElements));
+  }
   if (params !== undefined && has(params, 'binary_data_size')) {
     return { name, datatype, shape, data: readBlob(name, params.binary_data_size, cur) };
   }
+  if (cur.bytesData && item.data instanceof Uint8Array) return { name, datatype, shape, data: item.data };
   return { name, datatype, shape, data: readJsonData(name, datatype, shape, item.data, cur.maxLeaves) };
 }
 

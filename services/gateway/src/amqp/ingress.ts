@@ -1,0 +1,199 @@
+import type { Broker, Channel, ConfirmChannel, ConsumeMessage } from '@ge-mesh/broker';
+import {
+  AUTHORIZATION_HEADER,
+  decodeMessage,
+  encodeMessage,
+  type IngressReply,
+  type IngressReplyOk,
+  ingressNames,
+  MSGPACK_CONTENT_TYPE,
+} from '@ge-mesh/client';
+import { MeshError } from '@ge-mesh/protocol';
+import type { Logger } from '@ge-mesh/telemetry';
+import type { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
+import type { Authorizer } from '../auth.js';
+import { errorAnswer } from '../http/errors.js';
+import { parseInferObject, selectOutputs, validateInfer } from '../infer/index.js';
+import type { Inference } from '../inference.js';
+import type { ModelStates } from '../model-states.js';
+import { resolveModel } from '../resolve-model.js';
+
+export interface AmqpIngressDeps {
+  broker: Broker;
+  states: ModelStates;
+  auth: Authorizer;
+  inference: Inference;
+  /** Largest message body accepted, as for HTTP bodies. */
+  maxBodyBytes: number;
+  maxTensorElements: number;
+  /** Messages this gateway works on at once (unacked deliveries). */
+  prefetch: number;
+  isReady: () => boolean;
+  log: Logger;
+  metrics?: InferenceMetrics;
+}
+
+/**
+ * The public AMQP ingress (see @ge-mesh/client's wire.ts for the contract):
+ * consumes `<ns>.infer.requests`, runs each request through the same checks
+ * as REST (auth, limits, parsing and validation against the model config,
+ * Triton's error texts and codes) and answers to the message's `reply_to`
+ * with its `correlation_id`, whether RabbitMQ's direct reply-to or a queue.
+ *
+ * Replies go out from here rather than from the worker: the gateway holds the
+ * request's deadline (a lost batch still gets its TIMEOUT answer), keeps the
+ * statistics and metrics, and applies `outputs` (classification) as REST does.
+ *
+ * A message is acked after its reply was published, so a gateway that dies
+ * mid-request leaves it to another gateway (at-least-once: producers should
+ * drop a second reply for the same correlation id). A message without
+ * `reply_to`, or whose `reply_to` names one of the mesh's own queues, cannot
+ * be answered: it is acked, logged and counted.
+ */
+export class AmqpIngress {
+  private ch?: Channel;
+  private replyCh?: ConfirmChannel;
+  private tag?: string;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly names: ReturnType<typeof ingressNames>;
+  /** Messages acked without an answer (no usable reply_to). */
+  unanswerable = 0;
+
+  constructor(private readonly deps: AmqpIngressDeps) {
+    this.names = ingressNames(deps.broker.topology.namespace);
+  }
+
+  get queue(): string {
+    return this.names.queue;
+  }
+
+  async start(): Promise<void> {
+    const { broker } = this.deps;
+    const ch = await broker.channel(this.deps.prefetch);
+    await ch.assertExchange(this.names.exchange, 'fanout', { durable: true });
+    await broker.assertWorkQueue(ch, this.names.queue);
+    await ch.bindQueue(this.names.queue, this.names.exchange, '');
+    this.ch = ch;
+    this.tag = await broker.consume(ch, this.names.queue, (msg) => {
+      const p = this.handle(msg);
+      this.inFlight.add(p);
+      void p.finally(() => this.inFlight.delete(p));
+    });
+  }
+
+  private async handle(msg: ConsumeMessage): Promise<void> {
+    const replyTo = msg.properties.replyTo as string | undefined;
+    const correlationId = (msg.properties.correlationId ?? msg.properties.messageId) as string | undefined;
+    const ns = this.deps.broker.topology.namespace;
+    if (!replyTo || replyTo.startsWith(`${ns}.`)) {
+      this.unanswerable++;
+      this.deps.metrics?.errorAnswered('NO_REPLY_TO', 'amqp');
+      this.deps.log.warn(
+        { correlationId },
+        replyTo ? 'request reply_to names a mesh queue; dropped' : 'request without reply_to; dropped',
+      );
+      this.ch?.ack(msg);
+      return;
+    }
+    let reply: IngressReply;
+    try {
+      reply = await this.process(msg);
+    } catch (err) {
+      const a = errorAnswer(err);
+      if (a.code === 'INTERNAL' && !(err instanceof MeshError)) this.deps.log.error({ err }, 'internal error');
+      this.deps.metrics?.errorAnswered(a.code, 'amqp');
+      reply = { error: a.body.error, code: a.code, status: a.status };
+    }
+    try {
+      await this.publishReply(replyTo, correlationId, encodeMessage(reply));
+    } catch (err) {
+      this.deps.log.warn({ err, correlationId }, 'reply could not be published');
+    }
+    this.ch?.ack(msg);
+  }
+
+  private async process(msg: ConsumeMessage): Promise<IngressReplyOk> {
+    const d = this.deps;
+    if (msg.content.length > d.maxBodyBytes) {
+      throw new MeshError('PAYLOAD_TOO_LARGE', `request body is larger than the limit of ${d.maxBodyBytes} bytes`);
+    }
+    let doc: unknown;
+    try {
+      doc = decodeMessage(msg.content);
+    } catch {
+      throw new MeshError('INVALID_ARGUMENT', 'the request body is not msgpack');
+    }
+    const fields =
+      typeof doc === 'object' && doc !== null && !Array.isArray(doc) ? (doc as Record<string, unknown>) : {};
+    const name = fields.model;
+    if (typeof name !== 'string' || name === '') {
+      throw new MeshError('INVALID_ARGUMENT', "the request needs 'model', the model's name as a string");
+    }
+    const rawVersion = fields.version;
+    if (rawVersion !== undefined && typeof rawVersion !== 'string' && typeof rawVersion !== 'number') {
+      throw new MeshError('INVALID_ARGUMENT', "'version' must be a version number (string or integer)");
+    }
+    d.auth.check(headerText(msg.properties.headers?.[AUTHORIZATION_HEADER]), name);
+    if (!d.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
+    const version = rawVersion === undefined || rawVersion === '' ? undefined : String(rawVersion);
+    // A version that is not an integer names nothing: the REST route would not match either.
+    if (version !== undefined && !/^[0-9]+$/.test(version)) {
+      throw new MeshError(
+        'MODEL_VERSION_NOT_FOUND',
+        `Request for unknown model: '${name}' version ${version} is not found`,
+      );
+    }
+    const { model, version: v } = resolveModel(d.states, name, version);
+    const parsed = parseInferObject(doc, msg.content.length, model.name, { maxElements: d.maxTensorElements });
+    const validated = validateInfer(parsed, model.config);
+    const res = await d.inference.run(model, v, validated);
+    const outputs = selectOutputs(
+      { model: model.name, version: v, outputs: res.outputs ?? [] },
+      validated.outputs,
+      true,
+    );
+    return {
+      model_name: model.name,
+      model_version: v,
+      ...(validated.clientId !== undefined ? { id: validated.clientId } : {}),
+      outputs: outputs.map(({ tensor: t }) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data })),
+    };
+  }
+
+  // Replies have their own confirm channel: a reply_to the broker refuses closes it, not the mesh's publisher.
+  private async publishReply(replyTo: string, correlationId: string | undefined, body: Buffer): Promise<void> {
+    if (!this.replyCh) {
+      const ch = await this.deps.broker.connection.createConfirmChannel();
+      ch.on('error', (err: Error) => this.deps.log.warn({ err }, 'reply channel closed by the broker'));
+      ch.on('close', () => {
+        if (this.replyCh === ch) this.replyCh = undefined;
+      });
+      this.replyCh = ch;
+    }
+    const ch = this.replyCh;
+    await new Promise<void>((resolve, reject) => {
+      ch.publish(
+        '',
+        replyTo,
+        body,
+        { contentType: MSGPACK_CONTENT_TYPE, ...(correlationId !== undefined ? { correlationId } : {}) },
+        (err) => (err ? reject(new Error('reply not confirmed')) : resolve()),
+      );
+    });
+  }
+
+  /** Stops taking messages and waits for the ones in hand to be answered. */
+  async stop(): Promise<void> {
+    if (this.ch && this.tag) await this.ch.cancel(this.tag).catch(() => undefined);
+    await Promise.allSettled([...this.inFlight]);
+    await this.ch?.close().catch(() => undefined);
+    await this.replyCh?.close().catch(() => undefined);
+    this.ch = undefined;
+  }
+}
+
+function headerText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (Buffer.isBuffer(v)) return v.toString('utf8');
+  return undefined;
+}

@@ -1,0 +1,41 @@
+import type { RepositoryModel } from '@ge-mesh/model-repository';
+import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
+import type { ModelStates } from './model-states.js';
+
+/** Versions are integers, as in Triton's route regexes; anything else is an unknown path. */
+const VERSION = /^[0-9]+$/;
+
+/** A version as the mesh names it ("01" → "1"); NOT_FOUND for a non-integer. */
+export function canonicalVersion(v: string): string {
+  if (!VERSION.test(v)) throw new MeshError('NOT_FOUND', TRITON_MESSAGES.notFound);
+  return BigInt(v).toString();
+}
+
+/**
+ * The model and version a request names, with Triton's errors: an unknown
+ * model or version is 404, a named version that is not ready 503 ("... is
+ * not at ready state"), no version given and none ready 404 ("... has no
+ * available versions"). Without a version, the highest ready one is used.
+ */
+export function resolveModel(
+  states: ModelStates,
+  name: string,
+  version?: string,
+): { model: RepositoryModel; version: string } {
+  const model = states.model(name);
+  if (!model) throw new MeshError('MODEL_NOT_FOUND', TRITON_MESSAGES.unknownModel(name));
+  if (version === undefined) {
+    const latest = states.readyVersions(name)[0];
+    if (latest === undefined) {
+      throw new MeshError('MODEL_NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
+    }
+    return { model, version: latest };
+  }
+  const v = canonicalVersion(version);
+  const state = states.versionState(name, v);
+  if (state === undefined) throw new MeshError('MODEL_VERSION_NOT_FOUND', TRITON_MESSAGES.unknownVersion(name, v));
+  if (state !== 'READY') {
+    throw new MeshError('UNAVAILABLE', `Request for unknown model: '${name}' version ${v} is not at ready state`);
+  }
+  return { model, version: v };
+}
