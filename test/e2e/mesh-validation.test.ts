@@ -172,7 +172,7 @@ describe('end to end: validation with Triton status codes and texts', { timeout:
     assert.deepEqual(JSON.parse(meta.text), {
       name: 'tiny',
       versions: ['1'],
-      platform: 'onnxruntime',
+      platform: 'onnxruntime_onnx',
       inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 16] }],
       outputs: [{ name: 'y', datatype: 'FP32', shape: [-1, 4] }],
     });
