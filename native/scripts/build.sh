@@ -12,4 +12,6 @@ if [[ ! -f "$build/CMakeCache.txt" || $# -gt 0 ]]; then
   cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 fi
 cmake --build "$build" --parallel "$jobs"
+backend="$(sed -n 's/^GEMESH_BACKEND:INTERNAL=//p' "$build/CMakeCache.txt")"
+echo "linked against: ${backend:-unknown}"
 echo "bridge: $build/libgemesh_bridge.so"

@@ -39,6 +39,7 @@ describe('running models', { skip: skipNative }, () => {
       g.output(y, 'FP32', ['batch', OUT]);
     });
     session = await ort.InferenceSession.create(mlp);
+    process.env.GEMESH_SIM_DEVICES = '2'; // the teardown test uses device 1
     initGe();
   });
 
