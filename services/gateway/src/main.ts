@@ -1,7 +1,9 @@
 import { Broker, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
+import { BatchStore } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
 import { InferenceMetrics, type MetricsServer, serveMetrics } from '@ge-mesh/telemetry/metrics';
+import { Admission } from './admission.js';
 import { AmqpIngress } from './amqp/ingress.js';
 import { AuthConfigError, Authorizer } from './auth.js';
 import { buildApp } from './http/app.js';
@@ -40,8 +42,10 @@ const setup = await broker.channel();
 for (const name of states.names()) await broker.assertWorkQueue(setup, topo.requests(name));
 await setup.close();
 const replies = new ReplyRouter(broker, log);
+// max_queue_size is counted in Redis, shared by every gateway.
+const admission = new Admission(BatchStore.connect(settings.redisUrl, settings.namespace));
 const inference = new Inference(
-  new InferService(broker, replies, settings.requestTimeoutMs),
+  new InferService(broker, replies, settings.requestTimeoutMs, admission),
   new InferenceStats(),
   metrics,
 );
@@ -91,6 +95,7 @@ async function shutdown(signal: string): Promise<void> {
   await app.close();
   await metricsServer?.close();
   await broker.close();
+  await admission.close();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
