@@ -1,12 +1,47 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decide, nearestTier, type PendingView } from '../../services/batcher/src/batch-policy.js';
+import {
+  type BatchShape,
+  type Decision,
+  decide,
+  nearestTier,
+  type PendingView,
+  type PolicyName,
+  planSplit,
+  type Slots,
+  tritonDecide,
+} from '../../services/batcher/src/batch-policy.js';
 
 const T0 = 1_000_000;
 const reqs = (sizes: number[], shapeKey = 'x:FP32:16', at = T0): PendingView[] =>
   sizes.map((rows) => ({ rows, shapeKey, enqueuedAt: at }));
+const IDLE: Slots = { laneIdle: true, stageFree: true };
+const STAGE_ONLY: Slots = { laneIdle: false, stageFree: true };
+const FULL: Slots = { laneIdle: false, stageFree: false };
 
-describe('batch policy', () => {
+// Triton's worked setup: preferred_batch_size [4, 8], max_batch_size 16 → tiers 4, 8, 16.
+const tri = (delayUs = 0, preferred = [4, 8]): BatchShape => ({
+  tiers: [4, 8, 16],
+  preferred,
+  maxBatch: 16,
+  maxQueueDelayUs: delayUs,
+});
+
+/** Apply decisions with a free lane until nothing is sent: the batches formed, as "rows@tier". */
+function drain(sizes: number[], shape: BatchShape, now: number, policy: PolicyName): string[] {
+  let pending = reqs(sizes);
+  const out: string[] = [];
+  for (;;) {
+    const d = decide({ pending, shape, now, slots: IDLE, policy });
+    if (d.kind !== 'send') return out;
+    out.push(`${d.rows}@${d.tier}`);
+    pending = pending.slice(d.take);
+  }
+}
+
+const send = (take: number, rows: number, tier: number): Decision => ({ kind: 'send', take, rows, tier });
+
+describe('batch policy: Triton rules (tritonDecide)', () => {
   it('nearestTier pads up to the smallest tier that fits', () => {
     assert.equal(nearestTier([1, 4, 8, 16], 1), 1);
     assert.equal(nearestTier([1, 4, 8, 16], 2), 4);
@@ -15,72 +50,122 @@ describe('batch policy', () => {
   });
 
   it('waits with nothing pending', () => {
-    assert.deepEqual(decide({ pending: [], tiers: [1, 2], maxQueueDelayUs: 0, now: T0, laneFree: true }), {
+    assert.deepEqual(tritonDecide([], tri(), T0), { kind: 'wait', until: null });
+  });
+
+  it('preferred [4,8], delay 0, six batch-1 requests → sends 4, keeps 2', () => {
+    assert.deepEqual(tritonDecide(reqs([1, 1, 1, 1, 1, 1]), tri(), T0), send(4, 4, 4));
+  });
+
+  it('sizes 3,3,3 with preferred [4,8] → no preferred size is hit and 9 > 8, so it sends 6', () => {
+    assert.deepEqual(tritonDecide(reqs([3, 3, 3]), tri(), T0), send(2, 6, 8));
+  });
+
+  it('sizes 1,1,1,1,3,3 with preferred [4,8] → 4 is hit, then 10 > 8, so it sends 4 although 7 would fit', () => {
+    assert.deepEqual(tritonDecide(reqs([1, 1, 1, 1, 3, 3]), tri(), T0), send(4, 4, 4));
+    assert.deepEqual(tritonDecide(reqs([1, 1, 1, 1, 3, 3]), tri(5_000), T0 + 1), send(4, 4, 4));
+  });
+
+  it('dynamic_batching {} (preferred = [max], delay 0): whatever is queued goes at once, up to max', () => {
+    const shape: BatchShape = { tiers: [16], preferred: [16], maxBatch: 16, maxQueueDelayUs: 0 };
+    assert.deepEqual(tritonDecide(reqs([1, 2, 3]), shape, T0), send(3, 6, 16));
+    assert.deepEqual(tritonDecide(reqs([8, 8, 8]), shape, T0), send(2, 16, 16));
+  });
+
+  it('delay > 0 and no preferred size hit: waits until the oldest request is max_queue_delay old', () => {
+    const shape = tri(5_000, [16]);
+    const pending = [...reqs([3], 'x:FP32:16', T0), ...reqs([3], 'x:FP32:16', T0 + 3)];
+    assert.deepEqual(tritonDecide(pending, shape, T0 + 1), { kind: 'wait', until: T0 + 5 });
+    assert.deepEqual(tritonDecide(pending, shape, T0 + 5), send(2, 6, 8));
+  });
+
+  it('delay exceeded with pending above the largest preferred size: sends all pending, up to max', () => {
+    assert.deepEqual(tritonDecide(reqs([1, 1, 1, 1, 3, 3]), tri(5_000), T0 + 5), send(6, 10, 16));
+    assert.deepEqual(tritonDecide(reqs([6, 6, 6]), tri(5_000), T0 + 5), send(2, 12, 16));
+  });
+
+  it('the first shape mismatch closes the batch; it is never split and never skipped', () => {
+    const pending = [...reqs([1, 2]), ...reqs([1], 'x:FP32:32'), ...reqs([1])];
+    const shape: BatchShape = { tiers: [8], preferred: [8], maxBatch: 8, maxQueueDelayUs: 1_000_000 };
+    assert.deepEqual(tritonDecide(pending, shape, T0), send(2, 3, 8));
+  });
+
+  it('without dynamic_batching every request goes on its own', () => {
+    const shape: BatchShape = {
+      tiers: [1, 2, 4],
+      preferred: [4],
+      maxBatch: 4,
+      maxQueueDelayUs: 0,
+      singleRequest: true,
+    };
+    assert.deepEqual(tritonDecide(reqs([3, 1]), shape, T0), send(1, 3, 4));
+  });
+});
+
+describe('batch policy: tier-aware choice (decide)', () => {
+  it('Triton worked case 1,1,1,1,3,3 with the delay not exceeded: the same batches as Triton (4, then 6 padded to 8)', () => {
+    assert.deepEqual(drain([1, 1, 1, 1, 3, 3], tri(0), T0, 'triton'), ['4@4', '6@8']);
+    assert.deepEqual(drain([1, 1, 1, 1, 3, 3], tri(0), T0, 'tier-aware'), ['4@4', '6@8']);
+  });
+
+  it('the same six requests once the delay is exceeded: Triton computes 16 rows, the tier-aware policy 12', () => {
+    // Triton sends all 10 rows, padded to tier 16 (6 padding rows).
+    assert.deepEqual(drain([1, 1, 1, 1, 3, 3], tri(5_000), T0 + 10, 'triton'), ['10@16']);
+    // 4 (fills tier 4) and 6 (tier 8): 12 computed rows, 2 of them padding.
+    assert.deepEqual(drain([1, 1, 1, 1, 3, 3], tri(5_000), T0 + 10, 'tier-aware'), ['4@4', '6@8']);
+  });
+
+  it('a prefix that fills a tier goes at once; a padded remainder waits for the delay like Triton', () => {
+    const d = decide({ pending: reqs([1, 1, 1, 1, 3, 3]), shape: tri(5_000), now: T0 + 1, slots: IDLE });
+    assert.deepEqual(d, send(4, 4, 4));
+    const rest = decide({ pending: reqs([3, 3]), shape: tri(5_000), now: T0 + 1, slots: IDLE });
+    assert.deepEqual(rest, { kind: 'wait', until: T0 + 5 });
+  });
+
+  it('3,3,3 with only max_batch_size preferred: Triton pads 9 rows to 16, the tier-aware policy sends 6 then 3', () => {
+    assert.deepEqual(drain([3, 3, 3], tri(0, [16]), T0, 'triton'), ['9@16']);
+    assert.deepEqual(drain([3, 3, 3], tri(0, [16]), T0, 'tier-aware'), ['6@8', '3@4']);
+  });
+
+  it('planSplit: fewest computed rows, then fewest batches, then a first batch that fills its tier', () => {
+    const shape = tri(0);
+    assert.deepEqual(planSplit(reqs([1, 1, 1, 1, 3, 3]), shape), { take: 4, rows: 4 });
+    assert.deepEqual(planSplit(reqs([3, 3, 3]), shape), { take: 2, rows: 6 });
+    // 4+3 = 7 pads to 8 and so does 4 | 3 (4 + 4): one batch wins the tie.
+    assert.deepEqual(planSplit(reqs([4, 3]), shape), { take: 2, rows: 7 });
+    // 3,3,3,3,4 = 16 rows fill tier 16 exactly (Triton would send its marked 6 rows, padded to 8).
+    assert.deepEqual(planSplit(reqs([3, 3, 3, 3, 4]), shape), { take: 5, rows: 16 });
+    // Only requests of the head's shape are planned.
+    assert.deepEqual(planSplit([...reqs([3]), ...reqs([1], 'y')], shape), { take: 1, rows: 3 });
+  });
+
+  it('no free slot: nothing is sent, whatever is pending', () => {
+    assert.deepEqual(decide({ pending: reqs([8, 8]), shape: tri(), now: T0, slots: FULL }), {
       kind: 'wait',
       until: null,
     });
   });
 
-  it('Triton: preferred [4,8], delay 0, six batch-1 requests → sends 4, keeps 2', () => {
-    const d = decide({
-      pending: reqs([1, 1, 1, 1, 1, 1]),
-      tiers: [4, 8, 16],
-      maxQueueDelayUs: 0,
-      now: T0,
-      laneFree: true,
+  it('lanes busy, staging slot free: a batch that can still grow waits instead of being padded', () => {
+    const shape: BatchShape = { tiers: [1, 2, 4, 8], preferred: [1, 2, 4, 8], maxBatch: 8, maxQueueDelayUs: 0 };
+    assert.deepEqual(decide({ pending: reqs([1, 1, 1]), shape, now: T0, slots: STAGE_ONLY }), {
+      kind: 'wait',
+      until: null,
     });
-    assert.deepEqual(d, { kind: 'send', take: 4, rows: 4, tier: 4 });
+    // A full largest tier cannot grow: it is staged for the next free lane.
+    assert.deepEqual(decide({ pending: reqs([4, 4, 1]), shape, now: T0, slots: STAGE_ONLY }), send(2, 8, 8));
+    // Closed by a request that does not fit: it cannot grow either.
+    assert.deepEqual(decide({ pending: reqs([6, 6]), shape, now: T0, slots: STAGE_ONLY }), send(1, 6, 8));
   });
 
-  it('Triton: sizes 1,1,1,1,3,3 with preferred [4,8] → sends the first 4', () => {
-    const d = decide({
-      pending: reqs([1, 1, 1, 1, 3, 3]),
-      tiers: [4, 8, 16],
-      maxQueueDelayUs: 0,
-      now: T0,
-      laneFree: true,
-    });
-    assert.deepEqual(d, { kind: 'send', take: 4, rows: 4, tier: 4 });
-  });
-
-  it('delay 0 and no tier hit: sends everything pending, padded to the nearest tier', () => {
-    const d = decide({ pending: reqs([3, 3, 3]), tiers: [4, 8, 16], maxQueueDelayUs: 0, now: T0, laneFree: true });
-    assert.deepEqual(d, { kind: 'send', take: 3, rows: 9, tier: 16 });
-  });
-
-  it('delay > 0 and no tier hit: waits until the oldest request is max_queue_delay old', () => {
-    const pending = reqs([3, 3]);
-    const d = decide({ pending, tiers: [4, 8, 16], maxQueueDelayUs: 5_000, now: T0 + 1, laneFree: true });
-    assert.deepEqual(d, { kind: 'wait', until: T0 + 5 });
-    const later = decide({ pending, tiers: [4, 8, 16], maxQueueDelayUs: 5_000, now: T0 + 5, laneFree: true });
-    assert.deepEqual(later, { kind: 'send', take: 2, rows: 6, tier: 8 });
-  });
-
-  it('never splits a request and stops at the largest tier', () => {
-    const d = decide({
-      pending: reqs([6, 6, 6]),
-      tiers: [1, 2, 4, 8, 16],
-      maxQueueDelayUs: 1_000_000,
-      now: T0,
-      laneFree: true,
-    });
-    // 6+6 = 12 fits 16; the third would overflow, which closes the batch.
-    assert.deepEqual(d, { kind: 'send', take: 2, rows: 12, tier: 16 });
-  });
-
-  it('the first shape mismatch closes the batch', () => {
-    const pending = [...reqs([1, 2]), ...reqs([1], 'x:FP32:32'), ...reqs([1])];
-    const d = decide({ pending, tiers: [8], maxQueueDelayUs: 1_000_000, now: T0, laneFree: true });
-    assert.deepEqual(d, { kind: 'send', take: 2, rows: 3, tier: 8 });
-  });
-
-  it('while no lane is free, a batch that can still grow waits instead of being padded', () => {
-    const d = decide({ pending: reqs([1, 1, 1]), tiers: [1, 2, 4, 8], maxQueueDelayUs: 0, now: T0, laneFree: false });
+  it('the triton policy forms batches only when a lane is idle (no staging)', () => {
+    const shape: BatchShape = { tiers: [1, 2, 4, 8], preferred: [1, 2, 4, 8], maxBatch: 8, maxQueueDelayUs: 0 };
+    const d = decide({ pending: reqs([4, 4]), shape, now: T0, slots: STAGE_ONLY, policy: 'triton' });
     assert.deepEqual(d, { kind: 'wait', until: null });
   });
 
-  it('a full largest tier goes even while lanes are busy', () => {
-    const d = decide({ pending: reqs([4, 4, 1]), tiers: [1, 2, 4, 8], maxQueueDelayUs: 0, now: T0, laneFree: false });
-    assert.deepEqual(d, { kind: 'send', take: 2, rows: 8, tier: 8 });
+  it('without batching (max_batch_size 0) every request is its own batch of tier 1', () => {
+    const shape: BatchShape = { tiers: [1], preferred: [1], maxBatch: 1, maxQueueDelayUs: 0 };
+    assert.deepEqual(drain([1, 1, 1], shape, T0, 'tier-aware'), ['1@1', '1@1', '1@1']);
   });
 });

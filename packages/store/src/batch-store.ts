@@ -78,6 +78,10 @@ export class BatchStore {
   queueKey(model: string, level: number): string {
     return `${this.namespace}:queue:${model}:${level}`;
   }
+  /** Which batcher batches a model whose responses must keep request order. */
+  leadKey(model: string): string {
+    return `${this.namespace}:lead:${model}`;
+  }
   /** Pub/sub channel on which workers announce that a batch of the model finished. */
   lanesChannel(model: string): string {
     return `${this.namespace}:lanes:${model}`;
@@ -202,6 +206,11 @@ export class BatchStore {
       createdAt: Number(h.createdAt),
       members: h.members ? (packr.unpack(h.members) as ManifestMember[]) : [],
     };
+  }
+
+  /** Take or renew the lead of a model for `ttlMs` (0 = give it up); false while another batcher holds it. */
+  async lead(model: string, token: string, ttlMs: number): Promise<boolean> {
+    return (await this.scripts['lead-model-1']([this.leadKey(model)], [token, ttlMs])) === 1;
   }
 
   /** Every batch manifest of this namespace (tests and benchmarks). */

@@ -15,6 +15,7 @@ export const SCRIPT_NAMES = [
   'start-batch-1',
   'finish-batch-1',
   'expire-request-1',
+  'lead-model-1',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 

@@ -1,13 +1,20 @@
 /**
- * When to close a batch and how many pending requests it takes. Pure: the
- * caller owns the queue and the clock.
+ * When to close a batch and which pending requests it takes. Pure: the
+ * caller owns the queue, the clock and the lane count.
  *
- * Follows Triton's dynamic batcher (FIFO, a request is never split, the first
- * shape mismatch closes the batch, max_queue_delay counted from the oldest
- * request, a prefix that hits a preferred size goes at once), with the tiers
- * as the preferred sizes, plus one tier-aware rule: while no lane is free
- * there is nothing to gain from sending early, so the batch keeps growing
- * toward a full tier instead of being padded.
+ * Two layers:
+ * - `tritonDecide` is Triton's dynamic batcher (core
+ *   src/dynamic_batch_scheduler.cc GetDynamicBatch) over the pending
+ *   requests in walk order: FIFO, a request is never split, the first shape
+ *   mismatch or overflow of max_batch_size closes the batch, a prefix that
+ *   hits a preferred size goes at once, max_queue_delay is counted from the
+ *   oldest pending request.
+ * - `decide` adds what tiers change. Triton's choice stands when it fills a
+ *   tier. When it would be padded, the batch sent is instead the first part
+ *   of the split of the pending requests that computes the fewest rows (see
+ *   `planSplit`). And while every lane is busy, a batch that can still grow
+ *   is not sent into a staging slot: it would start no sooner, and waiting
+ *   lets it fill a tier.
  */
 export interface PendingView {
   readonly rows: number;
@@ -16,14 +23,34 @@ export interface PendingView {
   readonly enqueuedAt: number;
 }
 
-export interface PolicyInput {
-  readonly pending: readonly PendingView[];
-  /** Ascending static batch sizes; the last is the largest batch. */
+export interface BatchShape {
+  /** Ascending static batch sizes; a batch is padded up to the smallest that holds it. */
   readonly tiers: readonly number[];
+  /** Triton's preferred batch sizes, ascending. */
+  readonly preferred: readonly number[];
+  /** Most rows in one batch (max_batch_size; 1 for a model without a batch dim). */
+  readonly maxBatch: number;
   readonly maxQueueDelayUs: number;
+  /** Without `dynamic_batching` Triton sends every request on its own. */
+  readonly singleRequest?: boolean;
+}
+
+export interface Slots {
+  /** A lane has no batch: one sent now starts at once. */
+  readonly laneIdle: boolean;
+  /** A batch may be sent now, to run at once or to wait in a staging slot for the next free lane. */
+  readonly stageFree: boolean;
+}
+
+export type PolicyName = 'tier-aware' | 'triton';
+
+export interface PolicyInput {
+  /** In walk order: priority level 1 first, FIFO within a level, delayed requests after the others of their level. */
+  readonly pending: readonly PendingView[];
+  readonly shape: BatchShape;
   readonly now: number;
-  /** A lane could start this batch now (no batch is waiting for one). */
-  readonly laneFree: boolean;
+  readonly slots: Slots;
+  readonly policy?: PolicyName;
 }
 
 export type Decision =
@@ -35,41 +62,155 @@ export function nearestTier(tiers: readonly number[], rows: number): number {
   return tiers[tiers.length - 1] ?? rows;
 }
 
+interface Walk {
+  /** Requests that can join the batch from the head, and their rows. */
+  take: number;
+  rows: number;
+  /** The walk stopped at a request that cannot join (overflow or shape). */
+  closed: boolean;
+  /** Triton's best point (a preferred-size prefix, or the prefix before passing the largest preferred size). */
+  bestTake: number;
+  bestRows: number;
+}
+
+function walk(pending: readonly PendingView[], shape: BatchShape): Walk {
+  const maxPreferred = shape.preferred[shape.preferred.length - 1] ?? shape.maxBatch;
+  const w: Walk = { take: 0, rows: 0, closed: false, bestTake: 0, bestRows: 0 };
+  const first = pending[0];
+  for (const r of pending) {
+    const rows = Math.max(1, r.rows);
+    if (w.take > 0) {
+      if (shape.singleRequest) {
+        w.closed = true;
+        break;
+      }
+      if (w.rows + rows > maxPreferred && w.bestTake === 0) {
+        w.bestTake = w.take;
+        w.bestRows = w.rows;
+      }
+      if (w.rows + rows > shape.maxBatch || r.shapeKey !== first?.shapeKey) {
+        w.closed = true;
+        break;
+      }
+    }
+    w.rows += rows;
+    w.take++;
+    if (shape.preferred.includes(w.rows)) {
+      w.bestTake = w.take;
+      w.bestRows = w.rows;
+    }
+  }
+  return w;
+}
+
+function oldest(pending: readonly PendingView[]): number {
+  let t = Number.POSITIVE_INFINITY;
+  for (const r of pending) if (r.enqueuedAt < t) t = r.enqueuedAt;
+  return t;
+}
+
+/** Triton's decision for the pending requests, assuming an instance is free. */
+export function tritonDecide(pending: readonly PendingView[], shape: BatchShape, now: number): Decision {
+  if (pending.length === 0) return { kind: 'wait', until: null };
+  const w = walk(pending, shape);
+  const send = (take: number, rows: number): Decision => ({
+    kind: 'send',
+    take,
+    rows,
+    tier: nearestTier(shape.tiers, rows),
+  });
+  const maxPreferred = shape.preferred[shape.preferred.length - 1] ?? shape.maxBatch;
+  const delayUntil = oldest(pending) + shape.maxQueueDelayUs / 1000;
+  const delayExceeded = shape.maxQueueDelayUs > 0 && now >= delayUntil;
+  if (w.bestTake > 0 && !delayExceeded) return send(w.bestTake, w.bestRows);
+  if (w.closed || w.rows >= maxPreferred) return send(w.take, w.rows);
+  if (delayExceeded || shape.maxQueueDelayUs === 0) return send(w.take, w.rows);
+  return { kind: 'wait', until: delayUntil };
+}
+
+/** Plans are searched over at most this many requests from the head (the work stays tiny). */
+const PLAN_WINDOW = 64;
+
+/**
+ * Split the pending requests that could share a batch with the head (same
+ * shape, FIFO, none split) into consecutive batches so that the rows
+ * computed — the sum of the tiers they are padded to — are fewest; on a tie,
+ * fewer batches. Returns the first batch of that split: how many requests
+ * and rows. Among first batches of equally good splits, one that fills its
+ * tier is preferred (it wastes nothing if the rest waits for more
+ * requests), then the longer one.
+ *
+ * Written here because no library plans padded batches; it is a small
+ * dynamic programme over at most PLAN_WINDOW requests and the tiers.
+ */
+export function planSplit(pending: readonly PendingView[], shape: BatchShape): { take: number; rows: number } {
+  const head = pending[0];
+  if (!head) return { take: 0, rows: 0 };
+  const rows: number[] = [];
+  for (const r of pending) {
+    if (rows.length === PLAN_WINDOW || r.shapeKey !== head.shapeKey) break;
+    rows.push(Math.max(1, r.rows));
+    if (shape.singleRequest) break;
+  }
+  const n = rows.length;
+  // cost[i], runs[i]: the best split of requests i..n-1.
+  const cost = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
+  const runs = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
+  cost[n] = 0;
+  runs[n] = 0;
+  const better = (c: number, k: number, bc: number, bk: number) => c < bc || (c === bc && k < bk);
+  for (let i = n - 1; i >= 0; i--) {
+    let sum = 0;
+    for (let j = i; j < n; j++) {
+      sum += rows[j] as number;
+      if (sum > shape.maxBatch && j > i) break;
+      const c = nearestTier(shape.tiers, sum) + (cost[j + 1] as number);
+      const k = 1 + (runs[j + 1] as number);
+      if (better(c, k, cost[i] as number, runs[i] as number)) {
+        cost[i] = c;
+        runs[i] = k;
+      }
+      if (sum > shape.maxBatch) break;
+    }
+  }
+  let best = { take: 0, rows: 0, full: false };
+  let sum = 0;
+  for (let j = 0; j < n; j++) {
+    sum += rows[j] as number;
+    if (sum > shape.maxBatch && j > 0) break;
+    const c = nearestTier(shape.tiers, sum) + (cost[j + 1] as number);
+    const k = 1 + (runs[j + 1] as number);
+    if (c !== cost[0] || k !== runs[0]) continue;
+    const full = nearestTier(shape.tiers, sum) === sum;
+    if (best.take === 0 || (full && !best.full) || (full === best.full && j + 1 > best.take)) {
+      best = { take: j + 1, rows: sum, full };
+    }
+  }
+  return { take: best.take, rows: best.rows };
+}
+
 export function decide(p: PolicyInput): Decision {
-  const first = p.pending[0];
-  if (!first) return { kind: 'wait', until: null };
-  const maxTier = p.tiers[p.tiers.length - 1] ?? 1;
-  let rows = 0;
-  let take = 0;
-  let bestTake = 0;
-  let bestRows = 0;
-  let closed = false;
-  for (const r of p.pending) {
-    if (r.shapeKey !== first.shapeKey || rows + r.rows > maxTier) {
-      closed = true;
-      break;
-    }
-    rows += r.rows;
-    take++;
-    if (p.tiers.includes(rows)) {
-      bestTake = take;
-      bestRows = rows;
-    }
-    if (rows === maxTier) break;
+  if (p.pending.length === 0 || !p.slots.stageFree) return { kind: 'wait', until: null };
+  const t = tritonDecide(p.pending, p.shape, p.now);
+  if (p.policy === 'triton') {
+    // Triton forms a batch when an instance is free (its payload keeps growing until then).
+    return p.slots.laneIdle ? t : { kind: 'wait', until: null };
   }
-  if (take === 0) {
-    // A single request larger than the largest tier never reaches here: the gateway rejects it.
-    return { kind: 'send', take: 1, rows: first.rows, tier: nearestTier(p.tiers, first.rows) };
+  if (t.kind === 'wait') return p.slots.laneIdle ? t : { kind: 'wait', until: null };
+  let choice: Decision = t;
+  if (t.tier !== t.rows) {
+    const plan = planSplit(p.pending, p.shape);
+    choice = { kind: 'send', take: plan.take, rows: plan.rows, tier: nearestTier(p.shape.tiers, plan.rows) };
   }
-  const send = (n: number, r: number): Decision => ({ kind: 'send', take: n, rows: r, tier: nearestTier(p.tiers, r) });
-  const full = rows === maxTier;
-  // Until a lane can start it, a batch that can still grow keeps growing.
-  if (!p.laneFree && !full) return { kind: 'wait', until: null };
-  const deadline = first.enqueuedAt + p.maxQueueDelayUs / 1000;
-  const delayExceeded = p.maxQueueDelayUs > 0 && p.now >= deadline;
-  // Triton: a prefix that hits a preferred size (here: fills a tier, so no padding) goes at once.
-  if (bestTake > 0 && !delayExceeded) return send(bestTake, bestRows);
-  // Full, or closed by a request that cannot join, or out of time: send what there is, padded.
-  if (closed || p.maxQueueDelayUs === 0 || delayExceeded) return send(take, rows);
-  return { kind: 'wait', until: deadline };
+  if (p.slots.laneIdle) return choice;
+  // Only a staging slot is free: send only a batch that can no longer grow.
+  if (choice.kind !== 'send') return choice;
+  const next = p.pending[choice.take];
+  const head = p.pending[0];
+  const cannotGrow =
+    choice.rows >= p.shape.maxBatch ||
+    p.shape.singleRequest === true ||
+    (next !== undefined &&
+      (choice.rows + Math.max(1, next.rows) > p.shape.maxBatch || next.shapeKey !== head?.shapeKey));
+  return cannotGrow ? choice : { kind: 'wait', until: null };
 }

@@ -2,6 +2,7 @@ import { Broker, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
+import type { PolicyName } from './batch-policy.js';
 import { ModelBatcher } from './model-batcher.js';
 import { loadBatcherSettings } from './settings.js';
 
@@ -17,10 +18,21 @@ const models = [...repo.models.values()].filter((m) => !wanted || wanted.has(m.n
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `batcher-${process.pid}`);
 const store = BatchStore.connect(settings.redisUrl, settings.namespace);
 const batchers = models.map(
-  (m) => new ModelBatcher(m, broker, store, topo, { stagedBatches: settings.stagedBatches }, log),
+  (m) =>
+    new ModelBatcher(
+      m,
+      broker,
+      store,
+      topo,
+      { stagedBatches: settings.stagedBatches, policy: settings.policy as PolicyName },
+      log,
+    ),
 );
 for (const b of batchers) await b.start();
-log.info({ models: models.map((m) => `${m.name} tiers=[${m.config.tiers.join(',')}]`) }, 'batcher ready');
+log.info(
+  { models: models.map((m) => `${m.name} tiers=[${m.config.tiers.join(',')}]`), policy: settings.policy },
+  'batcher ready',
+);
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
-import type { RepositoryModel } from '@ge-mesh/model-repository';
+import type { DynamicBatchingConfig, RepositoryModel } from '@ge-mesh/model-repository';
 import {
   type BatchMessage,
   decode,
@@ -11,39 +11,86 @@ import {
   TRITON_MESSAGES,
   type WireError,
 } from '@ge-mesh/protocol';
-import type { BatchStore } from '@ge-mesh/store';
+import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
-import { type Decision, decide } from './batch-policy.js';
+import { type BatchShape, decide, type PolicyName } from './batch-policy.js';
+import { LaneSlots } from './lane-slots.js';
+import { PendingQueue, type Queued } from './pending-queue.js';
 
-interface Pending {
+interface Delivery {
   readonly msg: ConsumeMessage;
   readonly req: InferRequestMessage;
-  readonly rows: number;
-  readonly shapeKey: string;
-  readonly enqueuedAt: number;
 }
+type Pending = Queued<Delivery>;
 
 export interface ModelBatcherOptions {
+  /** Batches per live lane that may wait in the batch queue for a lane to free up. */
   stagedBatches: number;
+  policy: PolicyName;
+}
+
+/** Fallback re-check while waiting for a lane, should a finish notification be missed. */
+const SLOT_POLL_MS = 200;
+const RETRY_MS = 50;
+const PREFETCH_CAP = 4096;
+/** Lead of a preserve_ordering model: held this long, renewed every third of it. */
+const LEAD_TTL_MS = 3_000;
+
+/** The shape rules of a model's batches, from its config. */
+export function batchShape(model: RepositoryModel): BatchShape {
+  const c = model.config;
+  const db = c.dynamicBatching;
+  const raw = c.raw.dynamic_batching as Record<string, unknown> | undefined;
+  // The GE backend docs ask for preferred sizes derived from the tiers; an explicit list is Triton's.
+  const explicit = raw !== undefined && raw.preferred_batch_size !== undefined;
+  const maxBatch = c.maxBatchSize > 0 ? c.maxBatchSize : 1;
+  return {
+    tiers: c.tiers,
+    preferred: explicit && db ? db.preferredBatchSize : c.tiers.filter((t) => t <= maxBatch),
+    maxBatch,
+    maxQueueDelayUs: db?.maxQueueDelayMicroseconds ?? 0,
+    ...(db ? {} : { singleRequest: true }),
+  };
+}
+
+/** Priority levels of a model: 1..N, or just 0 when it has none. */
+function levelsOf(db: DynamicBatchingConfig | undefined): number[] {
+  const n = db?.priorityLevels ?? 0;
+  return n > 0 ? Array.from({ length: n }, (_, i) => i + 1) : [0];
 }
 
 /**
  * Batches the requests of one model. Requests stay unacked in the broker
- * until the batch that carries them is confirmed on the batch queue, so a
- * crash at any point loses nothing: unacked requests are redelivered.
+ * until the batch carrying them is confirmed on the batch queue, so a crash
+ * at any point loses nothing; claims in Redis (create-batch) keep a
+ * redelivered request from being answered twice.
  */
 export class ModelBatcher {
-  private readonly pending: Pending[] = [];
+  private readonly queue = new PendingQueue<Delivery>();
+  private readonly shape: BatchShape;
+  private readonly db: DynamicBatchingConfig | undefined;
+  private readonly levels: number[];
+  /** Admission queues of the levels with a max_queue_size (the gateway counts them). */
+  private readonly queueKeys = new Map<number, string>();
+  /** Triton stages batches ahead only without priorities and queue policies; otherwise they form when a lane is idle. */
+  private readonly stages: number;
+  private readonly preserveOrdering: boolean;
+  private readonly slots: LaneSlots;
+  private readonly token = randomUUID();
   private ch?: Channel;
   private consumerTag?: string;
+  private prefetch = 0;
+  private resizing = false;
+  private seq = 0;
+  private scheduled = false;
   private evaluating = false;
   private again = false;
+  private stopping = false;
+  /** Giving held requests back (shutdown, or lost lead): form no more batches. */
+  private releasing = false;
   private timer?: NodeJS.Timeout;
-  private dispatching = 0;
+  private leadTimer?: NodeJS.Timeout;
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly batched: boolean;
-  private readonly tiers: readonly number[];
-  private readonly delayUs: number;
 
   constructor(
     readonly model: RepositoryModel,
@@ -53,20 +100,118 @@ export class ModelBatcher {
     private readonly opts: ModelBatcherOptions,
     private readonly log: Logger,
   ) {
-    this.batched = model.config.maxBatchSize > 0;
-    this.tiers = model.config.tiers;
-    this.delayUs = model.config.dynamicBatching?.maxQueueDelayMicroseconds ?? 0;
+    const c = model.config;
+    this.db = c.dynamicBatching;
+    this.shape = batchShape(model);
+    this.levels = levelsOf(this.db);
+    const policies = this.db ? this.levels.map((l) => levelPolicy(this.db as DynamicBatchingConfig, l)) : [];
+    for (const [i, p] of policies.entries()) {
+      const level = this.levels[i] as number;
+      if (p.maxQueueSize > 0) this.queueKeys.set(level, store.queueKey(model.name, level));
+    }
+    const queuePolicies =
+      (this.db?.priorityLevels ?? 0) > 0 ||
+      policies.some((p) => p.defaultTimeoutMicroseconds > 0 || p.allowTimeoutOverride || p.maxQueueSize > 0);
+    this.stages = queuePolicies || opts.policy === 'triton' ? 0 : opts.stagedBatches;
+    this.preserveOrdering = this.db?.preserveOrdering ?? false;
+    const lanesPerWorker =
+      Math.max(
+        1,
+        c.instanceGroup.reduce((n, g) => n + g.count, 0),
+      ) * model.versions.length;
+    this.slots = new LaneSlots(broker, store, model.name, topo.batches(model.name), lanesPerWorker, log, () => {
+      void this.resizePrefetch();
+      this.schedule();
+    });
   }
 
   async start(): Promise<void> {
-    const maxTier = this.tiers[this.tiers.length - 1] ?? 1;
-    // Enough unacked requests to fill the largest tier several times over, and no more:
-    // the rest wait in the broker, where other batcher replicas can take them.
-    const ch = await this.broker.channel(Math.max(32, maxTier * 4));
+    const setup = await this.broker.channel();
+    await this.broker.assertWorkQueue(setup, this.topo.requests(this.model.name));
+    await this.broker.assertWorkQueue(setup, this.topo.batches(this.model.name));
+    await setup.close();
+    await this.slots.start();
+    if (this.preserveOrdering) await this.leadOrStandBy();
+    else await this.consume();
+  }
+
+  /** Limits on batches in flight: `idle` (one per lane) and `total` (with staging). */
+  private limits(): { idle: number; total: number } {
+    const lanes = this.slots.lanes;
+    if (lanes === 0) return { idle: 0, total: 0 };
+    // Responses keep request order only if batches run one at a time.
+    if (this.preserveOrdering) return { idle: 1, total: 1 };
+    return { idle: lanes, total: lanes * (1 + this.stages) };
+  }
+
+  /**
+   * Enough unacked requests to fill every batch that may be in flight plus
+   * the one forming, and no more: the rest wait in the broker, where other
+   * replicas can take them. With bounded queues on every level, the whole
+   * admitted queue, so priorities order all of it.
+   */
+  private wantedPrefetch(): number {
+    let n = this.shape.maxBatch * (Math.max(1, this.limits().total) + 1);
+    const bounded = this.levels.every((l) => this.queueKeys.has(l));
+    if (bounded && this.db) {
+      const total = this.levels.reduce((s, l) => s + levelPolicy(this.db as DynamicBatchingConfig, l).maxQueueSize, 0);
+      n = Math.max(n, total);
+    }
+    return Math.min(PREFETCH_CAP, n);
+  }
+
+  private async consume(): Promise<void> {
+    this.prefetch = this.wantedPrefetch();
+    const ch = await this.broker.channel(this.prefetch);
     this.ch = ch;
-    await this.broker.assertWorkQueue(ch, this.topo.requests(this.model.name));
-    await this.broker.assertWorkQueue(ch, this.topo.batches(this.model.name));
     this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (msg) => this.onRequest(msg));
+  }
+
+  /** A new consumer with the new prefetch; deliveries held by the old one stay unacked on the channel. */
+  private async resizePrefetch(): Promise<void> {
+    const wanted = this.wantedPrefetch();
+    if (!this.ch || !this.consumerTag || this.resizing || this.stopping || wanted === this.prefetch) return;
+    this.resizing = true;
+    try {
+      const ch = this.ch;
+      await ch.cancel(this.consumerTag);
+      await ch.prefetch(wanted);
+      this.prefetch = wanted;
+      this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (m) => this.onRequest(m));
+      this.log.debug({ model: this.model.name, prefetch: wanted }, 'prefetch resized');
+    } catch (err) {
+      this.log.error({ err, model: this.model.name }, 'prefetch not resized');
+    } finally {
+      this.resizing = false;
+    }
+  }
+
+  /** preserve_ordering: one batcher at a time takes the model's requests; the others stand by. */
+  private async leadOrStandBy(): Promise<void> {
+    const tick = async () => {
+      if (this.stopping) return;
+      try {
+        const leading = await this.store.lead(this.model.name, this.token, LEAD_TTL_MS);
+        if (leading && !this.ch) {
+          this.log.info({ model: this.model.name }, 'leading (preserve_ordering)');
+          await this.consume();
+        } else if (!leading && this.ch) {
+          // Lost the lead (e.g. stalled past its TTL): stop taking requests; held ones go back.
+          this.log.warn({ model: this.model.name }, 'lead lost; standing by');
+          await this.releaseRequests();
+        }
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message, model: this.model.name }, 'lead not renewed');
+      }
+      if (!this.stopping) this.leadTimer = setTimeout(() => void tick(), LEAD_TTL_MS / 3);
+    };
+    await tick();
+  }
+
+  private levelOf(priority: number): number {
+    const n = this.db?.priorityLevels ?? 0;
+    if (n === 0) return 0;
+    return priority >= 1 && priority <= n ? priority : (this.db?.defaultPriorityLevel ?? 1);
   }
 
   private onRequest(msg: ConsumeMessage): void {
@@ -76,73 +221,223 @@ export class ModelBatcher {
     } catch (err) {
       // Not ours to answer (no reply route can be read): dead-letter it.
       this.log.error({ err }, 'undecodable request dead-lettered');
-      this.ch?.nack(msg, false, false);
+      this.settle(msg, 'reject');
       return;
     }
-    const rows = this.batched ? req.batch : 1;
+    const batched = this.model.config.maxBatchSize > 0;
     const shapeKey = req.inputs
-      .map((t) => `${t.name}:${t.datatype}:${(this.batched ? t.shape.slice(1) : t.shape).join('x')}`)
+      .map((t) => `${t.name}:${t.datatype}:${(batched ? t.shape.slice(1) : t.shape).join('x')}`)
       .sort()
       .join('|');
-    this.pending.push({ msg, req, rows, shapeKey, enqueuedAt: req.acceptedAt });
+    const level = this.levelOf(req.priority);
+    const enqueuedAt = Math.min(req.acceptedAt, Date.now());
+    const timeoutUs = this.db ? queueTimeoutUs(levelPolicy(this.db, level), req.timeoutUs) : 0;
+    this.queue.push({
+      item: { msg, req },
+      rows: batched ? req.batch : 1,
+      shapeKey,
+      enqueuedAt,
+      seq: this.seq++,
+      level,
+      queueDeadline: timeoutUs > 0 ? enqueuedAt + timeoutUs / 1000 : Number.POSITIVE_INFINITY,
+      deadline: req.deadline,
+      delayed: false,
+    });
     this.schedule();
   }
 
+  /** Coalesces a burst of arrivals into one evaluation. */
   private schedule(): void {
     if (this.evaluating) {
       this.again = true;
       return;
     }
-    void this.evaluate();
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.evaluate();
+    });
+  }
+
+  private wakeAt(at: number): void {
+    clearTimeout(this.timer);
+    if (at === Number.POSITIVE_INFINITY) return;
+    this.timer = setTimeout(() => this.schedule(), Math.max(0, Math.ceil(at - Date.now())));
   }
 
   private async evaluate(): Promise<void> {
+    if (this.evaluating || this.stopping || this.releasing || !this.ch) return;
     this.evaluating = true;
     clearTimeout(this.timer);
+    let wake = Number.POSITIVE_INFINITY;
     try {
       do {
         this.again = false;
-        this.dropExpired(Date.now());
-        if (this.pending.length === 0) break;
-        const laneFree = await this.laneFree();
-        const d: Decision = decide({
-          pending: this.pending,
-          tiers: this.tiers,
-          maxQueueDelayUs: this.delayUs,
-          now: Date.now(),
-          laneFree,
-        });
-        if (d.kind === 'send') {
-          const members = this.pending.splice(0, d.take);
-          this.track(this.dispatch(members, d.tier, d.rows));
-          this.again = true;
-        } else {
-          // Wake at the delay, or poll for a free lane while requests wait.
-          const wait = d.until === null ? 2 : Math.max(0, d.until - Date.now());
-          this.timer = setTimeout(() => this.schedule(), wait);
+        wake = Number.POSITIVE_INFINITY;
+        const now = Date.now();
+        const { overdue, rejected } = this.queue.expire(now, (level) => this.rejects(level));
+        for (const p of [...overdue, ...rejected]) {
+          this.track(this.answerError(p, { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout }));
         }
-      } while (this.again && this.ch);
+        if (this.queue.size === 0) break;
+        const limits = this.limits();
+        const inFlight = limits.total > 0 ? await this.slots.inFlight() : 0;
+        const pending = this.queue.walk();
+        const d = decide({
+          pending,
+          shape: this.shape,
+          now: Date.now(),
+          slots: { laneIdle: inFlight < limits.idle, stageFree: inFlight < limits.total },
+          policy: this.opts.policy,
+        });
+        wake = this.queue.nextExpiry();
+        if (d.kind === 'wait') {
+          if (d.until !== null) wake = Math.min(wake, d.until);
+          // Waiting for a lane: a finish notification wakes us; poll too, in case one is missed.
+          else if (inFlight >= limits.idle && limits.total > 0) wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
+          break;
+        }
+        const members = pending.slice(0, d.take);
+        this.queue.remove(members);
+        const formed = await this.form(members, d.tier, d.rows, limits.total);
+        if (formed === 'no-lane') {
+          wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
+          break;
+        }
+        if (formed === 'error') {
+          wake = Math.min(wake, Date.now() + RETRY_MS);
+          break;
+        }
+        this.again = true;
+      } while (this.again && !this.stopping && !this.releasing);
     } catch (err) {
       this.log.error({ err, model: this.model.name }, 'batch evaluation failed');
-      this.timer = setTimeout(() => this.schedule(), 50);
+      wake = Date.now() + RETRY_MS;
     } finally {
       this.evaluating = false;
     }
+    if (this.again) this.schedule();
+    else this.wakeAt(wake);
   }
 
-  private async laneFree(): Promise<boolean> {
-    if (!this.ch) return false;
-    const { messageCount } = await this.ch.checkQueue(this.topo.batches(this.model.name));
-    return messageCount + this.dispatching < this.opts.stagedBatches;
+  private rejects(level: number): boolean {
+    return !this.db || levelPolicy(this.db, level).timeoutAction === 'REJECT';
   }
 
-  private dropExpired(now: number): void {
-    for (let i = this.pending.length - 1; i >= 0; i--) {
-      const p = this.pending[i];
-      if (p && p.req.deadline <= now) {
-        this.pending.splice(i, 1);
-        this.track(this.answerError(p, { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout }));
+  /**
+   * Record the batch in Redis (claims its members, takes a lane slot, takes
+   * them out of the admission queues), then publish it in the background.
+   */
+  private async form(
+    members: Pending[],
+    tier: number,
+    rows: number,
+    maxInFlight: number,
+  ): Promise<'ok' | 'no-lane' | 'error'> {
+    const batchId = randomUUID();
+    const version = members[0]?.item.req.version ?? '';
+    let res: Awaited<ReturnType<BatchStore['createBatch']>>;
+    try {
+      res = await this.store.createBatch(
+        {
+          batchId,
+          model: this.model.name,
+          version,
+          tier,
+          rows,
+          members: members.map(({ item: { req } }) => ({
+            id: req.id,
+            rows: req.batch,
+            replyTo: req.replyTo,
+            correlationId: req.correlationId,
+            deadline: req.deadline,
+          })),
+        },
+        { maxInFlight, queueKeys: [...new Set(members.flatMap((m) => this.queueKeys.get(m.level) ?? []))] },
+      );
+    } catch (err) {
+      this.log.error({ err, model: this.model.name }, 'batch not recorded; retrying');
+      for (const m of members) this.queue.push(m);
+      return 'error';
+    }
+    if (res.ok) {
+      this.track(this.publish(batchId, version, members, tier, rows));
+      return 'ok';
+    }
+    if (res.reason === 'claimed') {
+      // Redelivered copies of requests another batch already carries (or that were answered): drop them.
+      const taken = new Set(res.claimedIds);
+      for (const m of members) {
+        if (taken.has(m.item.req.id)) this.settle(m.item.msg, 'ack');
+        else this.queue.push(m);
       }
+      this.log.warn({ model: this.model.name, duplicates: taken.size }, 'dropped requests already batched');
+      return 'ok';
+    }
+    for (const m of members) this.queue.push(m);
+    return res.reason === 'no-lane' ? 'no-lane' : 'error';
+  }
+
+  private async publish(batchId: string, version: string, members: Pending[], tier: number, rows: number) {
+    const body: BatchMessage = {
+      v: PROTOCOL_VERSION,
+      batchId,
+      model: this.model.name,
+      version,
+      tier,
+      rows,
+      members: members.map(({ item: { msg, req } }) => ({ id: req.id, rows: req.batch, body: msg.content })),
+      formedAt: Date.now(),
+    };
+    try {
+      await this.broker.send(this.topo.batches(this.model.name), encode(body), {
+        persistent: true,
+        messageId: batchId,
+      });
+    } catch (err) {
+      // The batch stays 'formed': the redelivered requests are taken over by the next batch formed
+      // (create-batch), and a worker that got this one after all skips them (start-batch).
+      this.log.error({ err, batchId }, 'batch not published; its requests go back to the queue');
+      for (const m of members) this.settle(m.item.msg, 'requeue');
+      return;
+    }
+    // A worker may have started it already ('running'): then there is nothing to mark.
+    await this.store.setState(batchId, 'formed', 'published').catch(() => false);
+    for (const m of members) this.settle(m.item.msg, 'ack');
+    this.log.debug({ batchId, tier, rows, requests: members.length }, 'batch published');
+  }
+
+  /** Answer a queued request with an error, once mesh-wide (a redelivered copy is then dropped). */
+  private async answerError(p: Pending, error: WireError): Promise<void> {
+    const { msg, req } = p.item;
+    try {
+      if (!(await this.store.expireRequest(req.id, 'timeout', this.queueKeys.get(p.level)))) {
+        this.settle(msg, 'ack');
+        return;
+      }
+      const res: InferResponseMessage = {
+        v: PROTOCOL_VERSION,
+        id: req.id,
+        correlationId: req.correlationId,
+        model: req.model,
+        version: req.version,
+        error,
+      };
+      await this.broker.send(req.replyTo, encode(res), { correlationId: req.correlationId });
+      this.settle(msg, 'ack');
+    } catch (err) {
+      this.log.error({ err, id: req.id }, 'could not answer an expired request');
+      this.settle(msg, 'requeue');
+    }
+  }
+
+  private settle(msg: ConsumeMessage, how: 'ack' | 'requeue' | 'reject'): void {
+    try {
+      if (how === 'ack') this.ch?.ack(msg);
+      else this.ch?.nack(msg, false, how === 'requeue');
+    } catch {
+      // The channel is gone: the broker has requeued the delivery already.
     }
   }
 
@@ -151,83 +446,29 @@ export class ModelBatcher {
     void p.finally(() => this.inFlight.delete(p));
   }
 
-  private async answerError(p: Pending, error: WireError): Promise<void> {
-    const res: InferResponseMessage = {
-      v: PROTOCOL_VERSION,
-      id: p.req.id,
-      correlationId: p.req.correlationId,
-      model: p.req.model,
-      version: p.req.version,
-      error,
-    };
-    try {
-      await this.broker.send(p.req.replyTo, encode(res), { correlationId: p.req.correlationId });
-      this.ch?.ack(p.msg);
-    } catch (err) {
-      this.log.error({ err }, 'could not answer an expired request; it will be redelivered');
-      this.ch?.nack(p.msg, false, true);
-    }
-  }
-
-  private async dispatch(members: Pending[], tier: number, rows: number): Promise<void> {
-    this.dispatching++;
-    const batchId = randomUUID();
-    try {
-      const claim = await this.store.createBatch({
-        batchId,
-        model: this.model.name,
-        version: members[0]?.req.version ?? '',
-        tier,
-        rows,
-        members: members.map((m) => ({
-          id: m.req.id,
-          rows: m.rows,
-          replyTo: m.req.replyTo,
-          correlationId: m.req.correlationId,
-          deadline: m.req.deadline,
-        })),
-      });
-      if (!claim.ok) {
-        // Already carried by a batch formed before a redelivery: ack the copies, batch the rest.
-        const taken = new Set(claim.ok === false && claim.reason === 'claimed' ? claim.claimedIds : []);
-        for (const m of members) if (taken.has(m.req.id)) this.ch?.ack(m.msg);
-        const rest = members.filter((m) => !taken.has(m.req.id));
-        this.pending.unshift(...rest);
-        this.log.warn({ batchId, duplicates: taken.size }, 'dropped requests already batched');
-        return;
-      }
-      const body: BatchMessage = {
-        v: PROTOCOL_VERSION,
-        batchId,
-        model: this.model.name,
-        version: members[0]?.req.version ?? '',
-        tier,
-        rows,
-        members: members.map((m) => ({ id: m.req.id, rows: m.rows, body: m.msg.content })),
-        formedAt: Date.now(),
-      };
-      await this.broker.send(this.topo.batches(this.model.name), encode(body), {
-        persistent: true,
-        messageId: batchId,
-      });
-      await this.store.setState(batchId, 'formed', 'published');
-      for (const m of members) this.ch?.ack(m.msg);
-      this.log.debug({ batchId, tier, rows, requests: members.length }, 'batch published');
-    } catch (err) {
-      this.log.error({ err, batchId }, 'batch not published; its requests go back to the queue');
-      for (const m of members) this.ch?.nack(m.msg, false, true);
-    } finally {
-      this.dispatching--;
-      this.schedule();
-    }
+  /** Stop taking requests; those held and not batched go back to the broker. */
+  private async releaseRequests(): Promise<void> {
+    const ch = this.ch;
+    if (!ch) return;
+    this.releasing = true;
+    if (this.consumerTag) await ch.cancel(this.consumerTag).catch(() => undefined);
+    this.consumerTag = undefined;
+    clearTimeout(this.timer);
+    while (this.evaluating) await new Promise((r) => setTimeout(r, 5));
+    // Batches already recorded are published and their requests acked on this channel.
+    await Promise.allSettled([...this.inFlight]);
+    this.queue.drain();
+    this.ch = undefined;
+    // Closing the channel requeues every delivery still unacked.
+    await ch.close().catch(() => undefined);
+    this.releasing = false;
   }
 
   async stop(): Promise<void> {
-    if (this.ch && this.consumerTag) await this.ch.cancel(this.consumerTag).catch(() => undefined);
-    clearTimeout(this.timer);
-    await Promise.allSettled([...this.inFlight]);
-    // Requests still pending were never acked: closing the channel requeues them.
-    await this.ch?.close().catch(() => undefined);
-    this.ch = undefined;
+    this.stopping = true;
+    clearTimeout(this.leadTimer);
+    await this.releaseRequests();
+    if (this.preserveOrdering) await this.store.lead(this.model.name, this.token, 0).catch(() => false);
+    await this.slots.stop();
   }
 }

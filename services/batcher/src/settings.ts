@@ -9,9 +9,15 @@ export const BATCHER_OPTIONS = {
   },
   stagedBatches: {
     kind: 'integer',
-    default: 2,
-    doc: "Batches allowed to wait in a model's batch queue for a free lane before the batcher holds new ones back (Triton stages up to 2 per instance).",
-    schema: Type.Integer({ minimum: 0, maximum: 64 }),
+    default: 1,
+    doc: 'Batches per live worker lane that may wait in the batch queue for a lane, so a lane that finishes starts the next batch at once (Triton stages payloads ahead likewise). Only batches that cannot grow are staged; models with priority levels or a queue policy stage none, as in Triton.',
+    schema: Type.Integer({ minimum: 0, maximum: 16 }),
+  },
+  policy: {
+    kind: 'string',
+    default: 'tier-aware',
+    doc: "Batching policy: tier-aware (Triton's rules, plus the split that computes the fewest padded rows and no padded batch staged while lanes are busy) or triton (Triton's rules only; for comparisons).",
+    schema: Type.Union([Type.Literal('tier-aware'), Type.Literal('triton')]),
   },
 } as const satisfies SettingsSpec;
 

@@ -3,7 +3,9 @@ import { Broker, type Channel, topology } from '@ge-mesh/broker';
 import { loadRepository, type RepositoryModel } from '@ge-mesh/model-repository';
 import { type BatchMessage, decode } from '@ge-mesh/protocol';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
+import { BatchStore } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
+import { BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
 import { LanePool } from './lane-pool.js';
 import { loadWorkerSettings } from './settings.js';
 
@@ -46,6 +48,10 @@ function laneSpecs(m: RepositoryModel, version: RepositoryModel['versions'][numb
 }
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `worker-${settings.deviceId}-${process.pid}`);
+const store = BatchStore.connect(settings.redisUrl, settings.namespace);
+const claims = new BatchClaims(store, log);
+if (TEST_LANE_DELAY_MS > 0)
+  log.warn({ ms: TEST_LANE_DELAY_MS }, 'test fault injection: every batch is held before it runs');
 const served: Array<{ ch: Channel; tag: string; pools: Map<string, LanePool> }> = [];
 let inFlight = 0;
 let stopping = false;
@@ -65,14 +71,20 @@ for (const m of models) {
         const batch = decode<BatchMessage>(msg.content);
         const pool = pools.get(batch.version);
         if (!pool) throw new Error(`version ${batch.version} of '${m.name}' is not served here`);
-        const replies = await pool.run(msg.content);
-        await Promise.all(
-          replies.map((r) =>
-            broker.send(r.replyTo, Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), {
-              correlationId: r.correlationId,
-            }),
-          ),
-        );
+        // Only the members this batch still answers (null: none, e.g. it was answered before a redelivery).
+        const body = await claims.start(batch, msg.content);
+        if (body) {
+          if (TEST_LANE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS));
+          const replies = await pool.run(body);
+          await Promise.all(
+            replies.map((r) =>
+              broker.send(r.replyTo, Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), {
+                correlationId: r.correlationId,
+              }),
+            ),
+          );
+        }
+        await claims.finish(batch);
         ch.ack(msg);
       } catch (err) {
         log.error({ err, model: m.name }, 'batch failed; returned for redelivery');
@@ -95,6 +107,7 @@ async function shutdown(signal: string): Promise<void> {
   while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
   for (const s of served) for (const p of s.pools.values()) await p.close();
   await broker.close();
+  await store.close();
   log.info('stopped');
   process.exit(0);
 }

@@ -1,0 +1,82 @@
+import type { Broker, Channel } from '@ge-mesh/broker';
+import type { BatchStore } from '@ge-mesh/store';
+import type { Logger } from '@ge-mesh/telemetry';
+
+const POLL_MS = 1_000;
+const POLL_NO_LANES_MS = 250;
+
+/**
+ * How many worker lanes serve a model now, and how many of the model's
+ * batches are in flight (formed and not yet finished by a worker).
+ *
+ * Lanes: each worker consumes a model's batch queue once, with a prefetch of
+ * its lane count, which both sides derive from the model config
+ * (instance_group counts × served versions); so live lanes = the queue's
+ * consumer count × lanes per worker. It is polled, and a change is
+ * reported. In-flight batches live in Redis (create-batch adds, the
+ * worker's finish-batch removes and publishes on the model's lanes channel,
+ * which wakes this batcher at once).
+ */
+export class LaneSlots {
+  lanes = 0;
+  private ch?: Channel;
+  private timer?: NodeJS.Timeout;
+  private sub?: BatchStore['redis'];
+  private stopped = false;
+
+  constructor(
+    private readonly broker: Broker,
+    private readonly store: BatchStore,
+    private readonly model: string,
+    private readonly batchQueue: string,
+    private readonly lanesPerWorker: number,
+    private readonly log: Logger,
+    /** Called when a lane frees up or the lane count changes. */
+    private readonly onChange: () => void,
+  ) {}
+
+  async start(): Promise<void> {
+    this.sub = this.store.redis.duplicate();
+    this.sub.on('error', (err: Error) => this.log.warn({ err: err.message }, 'lane notifications: redis error'));
+    this.sub.on('message', () => this.onChange());
+    await this.sub.subscribe(this.store.lanesChannel(this.model));
+    await this.poll();
+  }
+
+  /** Batches of the model formed and not yet finished, from Redis. */
+  inFlight(): Promise<number> {
+    return this.store.inFlight(this.model);
+  }
+
+  private async poll(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      if (!this.ch) {
+        // Its own channel: checking a queue that was deleted closes the channel it ran on.
+        const ch = await this.broker.connection.createChannel();
+        ch.on('error', () => undefined);
+        ch.on('close', () => {
+          if (this.ch === ch) this.ch = undefined;
+        });
+        this.ch = ch;
+      }
+      const { consumerCount } = await this.ch.checkQueue(this.batchQueue);
+      const lanes = consumerCount * this.lanesPerWorker;
+      if (lanes !== this.lanes) {
+        this.log.info({ model: this.model, lanes, workers: consumerCount }, 'live lanes');
+        this.lanes = lanes;
+        this.onChange();
+      }
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message, model: this.model }, 'lane count not read');
+    }
+    if (!this.stopped) this.timer = setTimeout(() => void this.poll(), this.lanes > 0 ? POLL_MS : POLL_NO_LANES_MS);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.sub?.quit().catch(() => undefined);
+    await this.ch?.close().catch(() => undefined);
+  }
+}

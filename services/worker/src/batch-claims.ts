@@ -1,0 +1,61 @@
+import { type BatchMessage, encode } from '@ge-mesh/protocol';
+import type { BatchStore } from '@ge-mesh/store';
+import type { Logger } from '@ge-mesh/telemetry';
+
+/**
+ * The worker's part in the batch state kept in Redis (packages/store):
+ * before running a batch it claims its members for good (start-batch), and
+ * after publishing every reply it marks the batch done and frees its lane
+ * slot, which wakes the model's batchers (finish-batch).
+ *
+ * A batcher that died after publishing a batch but before its publish was
+ * confirmed leaves the batch in state 'formed'; the requests it carried are
+ * redelivered and may be batched again. start-batch then says which members
+ * this batch still answers, so no request is answered twice.
+ */
+export class BatchClaims {
+  constructor(
+    private readonly store: BatchStore,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * The batch body to run: the one received, or a copy without the members
+   * another batch took over; null when there is nothing left to run.
+   */
+  async start(batch: BatchMessage, body: Buffer): Promise<Buffer | null> {
+    const res = await this.store.startBatch(
+      batch.batchId,
+      batch.members.map((m) => m.id),
+    );
+    if (res.kind === 'done') {
+      this.log.warn({ batchId: batch.batchId }, 'batch already answered; not run again');
+      return null;
+    }
+    if (res.members.length === batch.members.length) return body;
+    this.log.warn(
+      { batchId: batch.batchId, kept: res.members.length, of: batch.members.length },
+      'members taken over by another batch are skipped',
+    );
+    if (res.members.length === 0) return null;
+    const members = res.members.map((i) => batch.members[i] as BatchMessage['members'][number]);
+    const rows = members.reduce((n, m) => n + m.rows, 0);
+    return encode({ ...batch, members, rows } satisfies BatchMessage);
+  }
+
+  /** Every reply of the batch is published: mark it done and free its lane slot. */
+  async finish(batch: BatchMessage): Promise<void> {
+    await this.store.finishBatch(batch.batchId, batch.model).catch((err: Error) => {
+      // The slot lapses with the members' deadlines; until then the model has one lane fewer.
+      this.log.error({ err: err.message, batchId: batch.batchId }, 'batch not marked done');
+    });
+  }
+}
+
+/**
+ * Fault injection for tests only: GEMESH_TEST_LANE_DELAY_MS (read once at
+ * startup) holds every batch this long before it runs, like Triton's
+ * `execute_delay_ms` test model, so queue limits and timeouts can be
+ * exercised against a deliberately slow worker. Never set it in production.
+ */
+export const TEST_LANE_DELAY_MS = Math.max(0, Number(process.env.GEMESH_TEST_LANE_DELAY_MS ?? 0) || 0);
