@@ -117,12 +117,14 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   };
   try {
     const workers = opts.workers ?? 1;
+    // Readiness is announced at info level: workers never log above info here.
+    const workerLogLevel = ['fatal', 'error', 'warn'].includes(opts.logLevel ?? 'info') ? ['--log-level', 'info'] : [];
     for (let i = 0; i < workers; i++) {
       services.push(
         startService(
           'worker',
           `worker-${i}`,
-          [...common, '--device-id', String(i), ...(opts.flags?.worker ?? [])],
+          [...common, ...workerLogLevel, '--device-id', String(i), ...(opts.flags?.worker ?? [])],
           opts,
         ),
       );
