@@ -17,7 +17,8 @@ import { configTypeOf } from '@ge-mesh/protocol';
  *
  * - inputs and outputs the config leaves out are read from the model file;
  * - version_policy defaults to latest { num_versions: 1 };
- * - dynamic_batching.preferred_batch_size defaults to [max_batch_size];
+ * - dynamic_batching.preferred_batch_size (and sequence_batching.oldest's)
+ *   default to [max_batch_size]; max_sequence_idle_microseconds to 1 s;
  * - optimization gets input/output_pinned_memory { enable: true };
  * - an onnxruntime model gets platform "onnxruntime_onnx";
  * - instance groups get names, and KIND_AUTO resolves to KIND_CPU for the CPU
@@ -59,6 +60,9 @@ const INT64_AS_NUMBER = new Set([
 
 type Msg = Record<string, unknown>;
 
+/** Triton's default max_sequence_idle_microseconds. */
+const SEQUENCE_IDLE_DEFAULT_US = 1_000_000;
+
 function completed(model: RepositoryModel): Msg {
   const c = model.config;
   const raw = c.raw as TextMessage;
@@ -76,6 +80,17 @@ function completed(model: RepositoryModel): Msg {
       ...db,
       preferred_batch_size: preferred.length === 0 && c.maxBatchSize > 0 ? [c.maxBatchSize] : preferred,
     };
+  }
+  const sb = raw.sequence_batching as Msg | undefined;
+  if (sb) {
+    const seq: Msg = { ...sb };
+    if (!sb.max_sequence_idle_microseconds) seq.max_sequence_idle_microseconds = SEQUENCE_IDLE_DEFAULT_US;
+    const oldest = sb.oldest as Msg | undefined;
+    const preferred = (oldest?.preferred_batch_size as number[] | undefined) ?? [];
+    if (oldest && preferred.length === 0 && c.maxBatchSize > 0) {
+      seq.oldest = { ...oldest, preferred_batch_size: [c.maxBatchSize] };
+    }
+    msg.sequence_batching = seq;
   }
   if (!raw.ensemble_scheduling) {
     const opt = { ...((raw.optimization as Msg | undefined) ?? {}) };
