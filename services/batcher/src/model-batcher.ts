@@ -16,6 +16,7 @@ import type { Logger } from '@ge-mesh/telemetry';
 import { type BatchShape, decide, type PolicyName } from './batch-policy.js';
 import { LaneSlots } from './lane-slots.js';
 import { PendingQueue, type Queued } from './pending-queue.js';
+import { crashPoint } from './test-faults.js';
 
 interface Delivery {
   readonly msg: ConsumeMessage;
@@ -362,6 +363,7 @@ export class ModelBatcher {
       return 'error';
     }
     if (res.ok) {
+      crashPoint('recorded', this.log);
       this.track(this.publish(batchId, version, members, tier, rows));
       return 'ok';
     }
@@ -402,8 +404,10 @@ export class ModelBatcher {
       for (const m of members) this.settle(m.item.msg, 'requeue');
       return;
     }
+    crashPoint('published', this.log);
     // A worker may have started it already ('running'): then there is nothing to mark.
     await this.store.setState(batchId, 'formed', 'published').catch(() => false);
+    crashPoint('marked', this.log);
     for (const m of members) this.settle(m.item.msg, 'ack');
     this.log.debug({ batchId, tier, rows, requests: members.length }, 'batch published');
   }

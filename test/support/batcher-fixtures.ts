@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { topology } from '@ge-mesh/broker';
+import { demoModel, ensureDemoModels, sampleInputs } from '@ge-mesh/demo-models';
+import {
+  decode,
+  encode,
+  type InferRequestMessage,
+  type InferResponseMessage,
+  PROTOCOL_VERSION,
+} from '@ge-mesh/protocol';
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { DEMO_REPOSITORY, RABBITMQ_URL } from './mesh-harness.js';
+
+/**
+ * A throw-away model repository of variants of the demo model `tiny`
+ * (x FP32 [16] → y FP32 [4]), one per config body given: the same ONNX file
+ * under the batching and queue-policy settings a test needs.
+ */
+export async function tinyVariants(configs: Record<string, string>): Promise<{ dir: string; remove(): Promise<void> }> {
+  await ensureDemoModels(DEMO_REPOSITORY);
+  const dir = await mkdtemp(join(tmpdir(), 'gemesh-batcher-'));
+  for (const [name, body] of Object.entries(configs)) {
+    await mkdir(join(dir, name, '1'), { recursive: true });
+    await copyFile(join(DEMO_REPOSITORY, 'tiny', '1', 'model.onnx'), join(dir, name, '1', 'model.onnx'));
+    await writeFile(join(dir, name, 'config.pbtxt'), `name: "${name}"\nbackend: "onnxruntime"\n${body}\n`);
+  }
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export interface RawRequestOptions {
+  rows?: number;
+  seed?: number;
+  priority?: number;
+  timeoutUs?: number;
+  /** From now, ms. */
+  deadlineMs?: number;
+}
+
+export interface SentRequest {
+  id: string;
+  model: string;
+  rows: number;
+  seed: number;
+}
+
+/**
+ * A producer that speaks the mesh's wire protocol itself: it publishes
+ * InferRequestMessages for tiny variants straight to a model's request
+ * queue (with publisher confirms) and receives every reply on its own queue,
+ * so tests count the replies per request exactly, duplicates included.
+ */
+export class RawProducer {
+  /** Every reply received, in arrival order. */
+  readonly replies: InferResponseMessage[] = [];
+  private readonly counts = new Map<string, number>();
+  private waiters: Array<() => void> = [];
+
+  private constructor(
+    private readonly conn: ChannelModel,
+    private readonly ch: ConfirmChannel,
+    readonly replyQueue: string,
+    private readonly namespace: string,
+  ) {}
+
+  static async open(namespace: string): Promise<RawProducer> {
+    const conn = await amqp.connect(RABBITMQ_URL, { noDelay: true });
+    const ch = await conn.createConfirmChannel();
+    const replyQueue = `${namespace}.replies.raw-${randomUUID()}`;
+    await ch.assertQueue(replyQueue, { exclusive: true, autoDelete: true, durable: false });
+    const p = new RawProducer(conn, ch, replyQueue, namespace);
+    await ch.consume(
+      replyQueue,
+      (msg) => {
+        if (!msg) return;
+        const res = decode<InferResponseMessage>(msg.content);
+        p.replies.push(res);
+        p.counts.set(res.id, (p.counts.get(res.id) ?? 0) + 1);
+        for (const w of p.waiters) w();
+      },
+      { noAck: true },
+    );
+    return p;
+  }
+
+  count(id: string): number {
+    return this.counts.get(id) ?? 0;
+  }
+
+  /** Publish one request and wait for the broker's confirm. */
+  async send(model: string, o: RawRequestOptions = {}): Promise<SentRequest> {
+    const rows = o.rows ?? 1;
+    const seed = o.seed ?? Math.floor(Math.random() * 1e9);
+    const id = randomUUID();
+    const [x] = sampleInputs(demoModel('tiny'), rows, seed);
+    if (!x || !(x.data instanceof Float32Array)) throw new Error('tiny takes one FP32 input');
+    const now = Date.now();
+    const msg: InferRequestMessage = {
+      v: PROTOCOL_VERSION,
+      id,
+      model,
+      version: '1',
+      inputs: [
+        { name: 'x', datatype: 'FP32', shape: x.dims, data: new Uint8Array(x.data.buffer, 0, x.data.byteLength) },
+      ],
+      outputs: [],
+      batch: rows,
+      priority: o.priority ?? 0,
+      timeoutUs: o.timeoutUs ?? 0,
+      deadline: now + (o.deadlineMs ?? 60_000),
+      acceptedAt: now,
+      replyTo: this.replyQueue,
+      correlationId: id,
+    };
+    await new Promise<void>((resolve, reject) =>
+      this.ch.sendToQueue(topology(this.namespace).requests(model), encode(msg), { persistent: true }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+    return { id, model, rows, seed };
+  }
+
+  /** Resolves once every id has at least one reply, or rejects after `timeoutMs` naming how many are missing. */
+  async waitAll(ids: readonly string[], timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (ids.some((id) => this.count(id) === 0)) {
+      const left = until - Date.now();
+      if (left <= 0) {
+        const missing = ids.filter((id) => this.count(id) === 0).length;
+        throw new Error(`${missing} of ${ids.length} requests unanswered after ${timeoutMs} ms`);
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.min(left, 200));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      this.waiters = [];
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.conn.close().catch(() => undefined);
+  }
+}
+
+/** The FP32 output `y` of a reply, copied out of its (possibly unaligned) bytes. */
+export function outputY(res: InferResponseMessage): Float32Array {
+  const t = res.outputs?.find((o) => o.name === 'y');
+  if (!t) throw new Error(`reply ${res.id} has no output y (${res.error?.message ?? 'no error'})`);
+  return new Float32Array(Uint8Array.from(t.data).buffer);
+}
