@@ -1,4 +1,11 @@
 export * from './config-error.js';
+export {
+  checkGeOption,
+  GeParameterError,
+  type GeParameters,
+  parseGeParameters,
+  parseGlobalGeOptions,
+} from './ge-parameters.js';
 export * from './model-config.js';
 export { MODEL_CONFIG_SCHEMA } from './model-config-schema.js';
 export { modelConfigFromMessage, type ParseModelConfigOptions, parseModelConfig } from './parse-model-config.js';

@@ -6,6 +6,7 @@
  */
 import { dataTypeFromConfig } from '@ge-mesh/protocol';
 import { ConfigError, type ConfigErrorKind, type SourcePosition } from './config-error.js';
+import { GeParameterError, type GeParameters, parseGeParameters } from './ge-parameters.js';
 import type {
   DynamicBatchingConfig,
   InstanceGroupConfig,
@@ -158,6 +159,18 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     r.fail(e.detail, at, `parameters["${e.key}"]`);
   }
 
+  let ge: GeParameters | undefined;
+  if (runtime === 'ge') {
+    try {
+      ge = parseGeParameters(parameters);
+    } catch (e) {
+      if (!(e instanceof GeParameterError)) throw e;
+      const value = (raw.parameters as Msg | undefined)?.[e.key] as Msg | undefined;
+      const at = (value && valuePosition(value, 'string_value')) ?? sourcePosition(raw, 'parameters', e.key);
+      r.fail(e.detail, at, `parameters["${e.key}"]`);
+    }
+  }
+
   const config: ModelConfig = {
     name,
     platform,
@@ -169,6 +182,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     instanceGroup,
     ...(dynamicBatching ? { dynamicBatching } : {}),
     tiers,
+    ...(ge ? { ge } : {}),
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,
     parameters,
     versionPolicy: readVersionPolicy(raw, r),

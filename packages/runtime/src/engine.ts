@@ -30,6 +30,8 @@ export interface EngineModelSpec {
   /** Index of this lane on its device (its stream). */
   readonly stream: number;
   readonly deviceId: number;
+  /** Worker-level runtime settings (e.g. `geOptions`: process-wide GE options as JSON). */
+  readonly runtimeOptions?: Readonly<Record<string, string>>;
 }
 
 export interface EngineTensor {
@@ -45,6 +47,8 @@ export interface Engine {
    */
   run(tier: number, inputs: ReadonlyMap<string, EngineTensor>): Promise<ReadonlyMap<string, EngineTensor>>;
   close(): Promise<void>;
+  /** What the runtime reported while loading (e.g. option keys GE does not know). */
+  readonly warnings?: readonly string[];
 }
 
 export type EngineFactory = (spec: EngineModelSpec) => Promise<Engine>;

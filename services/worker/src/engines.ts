@@ -6,6 +6,11 @@ export async function createEngine(spec: EngineModelSpec & { runtime?: string })
   switch (spec.runtime ?? 'ort') {
     case 'ort':
       return createOrtEngine(spec);
+    case 'ge': {
+      // Loaded only where used: it loads the native bridge.
+      const { createGeEngine } = await import('@ge-mesh/runtime-ge');
+      return createGeEngine(spec);
+    }
     default:
       throw new Error(`runtime '${spec.runtime}' is not available in this worker`);
   }

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Broker, type Channel, topology } from '@ge-mesh/broker';
-import { loadRepository, type RepositoryModel } from '@ge-mesh/model-repository';
+import { loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
 import { type BatchMessage, decode } from '@ge-mesh/protocol';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import { BatchStore } from '@ge-mesh/store';
@@ -13,6 +13,10 @@ const settings = loadWorkerSettings();
 const log = createLogger('worker', settings.logLevel);
 const topo = topology(settings.namespace);
 
+if (settings.runtime === 'ge') {
+  // Checked here, once, so a bad value stops the worker before any lane starts.
+  parseGlobalGeOptions(process.env.GE_NPU_CONFIG, settings.geOptions);
+}
 const repo = await loadRepository(settings.modelRepository);
 for (const [name, err] of repo.errors) log.error({ model: name, err: err.message }, 'model not loaded');
 const wanted = settings.models === '*' ? null : new Set(settings.models.split(',').map((s) => s.trim()));
@@ -44,6 +48,7 @@ function laneSpecs(m: RepositoryModel, version: RepositoryModel['versions'][numb
     stream,
     deviceId: settings.deviceId,
     runtime: settings.runtime,
+    runtimeOptions: { geOptions: settings.geOptions },
   }));
 }
 

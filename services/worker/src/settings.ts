@@ -20,6 +20,11 @@ export const WORKER_OPTIONS = {
     doc: 'CPU cores the lanes of this worker share; 0 = all cores of the machine.',
     schema: Type.Integer({ minimum: 0 }),
   },
+  geOptions: {
+    kind: 'string',
+    default: '{}',
+    doc: 'Process-wide GEInitialize options as a JSON object (runtime ge), e.g. \'{"ge.exec.deviceId":"0"}\'; GE_NPU_CONFIG (JSON) is read too, these win.',
+  },
   models: {
     kind: 'string',
     default: '*',

@@ -1,0 +1,95 @@
+import { readFile } from 'node:fs/promises';
+import { batchTiers, finalizeGe, GeModel, initGe } from '@ge-mesh/ge-bridge';
+import { parseGeParameters, parseGlobalGeOptions } from '@ge-mesh/model-repository';
+import { readModelIO } from '@ge-mesh/onnx';
+import { MeshError } from '@ge-mesh/protocol';
+import type { Engine, EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
+import { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
+
+export { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
+
+/**
+ * The `ge` runtime: CANN Graph Engine through the native bridge. Each lane
+ * loads its own copy of the model on its device with one stream and one GE
+ * session (as the GE backend does per stream in dynamic mode), one static
+ * graph per tier, and calls the bridge synchronously on its own
+ * worker_thread. Output buffers are allocated once per tier.
+ */
+export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
+  const params = parseGeParameters(new Map(Object.entries(spec.parameters)));
+  const globalOptions = parseGlobalGeOptions(process.env.GE_NPU_CONFIG, spec.runtimeOptions?.geOptions);
+  setNativeEnv(geDiagnosticsEnv(params));
+
+  for (const i of spec.inputs) {
+    if (i.dims.some((d) => d < 0)) {
+      throw new MeshError(
+        'INVALID_ARGUMENT',
+        `model '${spec.name}': input '${i.name}' has a variable dim ${JSON.stringify(i.dims)}; the ge runtime compiles static graphs, so set every non-batch dim in config.pbtxt`,
+      );
+    }
+  }
+  const io = readModelIO(new Uint8Array(await readFile(spec.modelPath)));
+  // GE reports outputs in the ONNX graph's order, without names.
+  const outputOrder = io.outputs.map((o) => o.name);
+  const tierDims = spec.batched
+    ? batchTiers(
+        spec.inputs.map((i) => i.dims),
+        spec.tiers,
+      )
+    : [spec.inputs.map((i) => [...i.dims])];
+
+  const { warnings } = initGe(globalOptions);
+  let model: GeModel;
+  try {
+    model = GeModel.load({
+      modelPath: spec.modelPath,
+      deviceId: spec.deviceId,
+      streams: 1,
+      inputs: spec.inputs.map((i) => ({ name: i.name, dataType: i.dataType })),
+      tiers: tierDims,
+      sessionOptions: params.sessionOptions,
+      graphOptions: params.graphOptions,
+    });
+  } catch (err) {
+    finalizeGe();
+    throw new MeshError(
+      'INTERNAL',
+      `model '${spec.name}' failed to load on GE device ${spec.deviceId}: ${(err as Error).message}`,
+    );
+  }
+  const loadWarnings = [...warnings, ...model.warnings];
+  const tierIndex = new Map(spec.tiers.map((t, i) => [t, i]));
+  const outputs = spec.tiers.map((_, i) => model.allocateOutputs(i));
+
+  return {
+    warnings: loadWarnings,
+    async run(tier, inputs) {
+      const idx = spec.batched ? tierIndex.get(tier) : 0;
+      const outs = idx === undefined ? undefined : outputs[idx];
+      if (idx === undefined || !outs)
+        throw new MeshError('INTERNAL', `model '${spec.name}' has no graph for tier ${tier}`);
+      const ins = spec.inputs.map((s) => {
+        const t = inputs.get(s.name);
+        if (!t) throw new MeshError('INTERNAL', `batch has no input '${s.name}'`);
+        return t.data;
+      });
+      try {
+        model.run(0, idx, ins, outs);
+      } catch (err) {
+        throw new MeshError('EXECUTION_FAILED', `GE failed to run '${spec.name}': ${(err as Error).message}`);
+      }
+      const info = model.outputInfo(idx);
+      const out = new Map<string, EngineTensor>();
+      outputOrder.forEach((name, i) => {
+        const data = outs[i];
+        const dims = info[i]?.dims;
+        if (data && dims) out.set(name, { data: data.subarray(0, info[i]?.byteSize), shape: dims });
+      });
+      return out;
+    },
+    async close() {
+      model.destroy();
+      finalizeGe();
+    },
+  };
+}
