@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { topology } from '@ge-mesh/broker';
+import { ingressNames } from '@ge-mesh/client';
 import { ensureDemoModels } from '@ge-mesh/demo-models';
 import { type MeshOptions, ROOT, type RunningMesh, startMesh } from '@ge-mesh/launcher';
 import { BatchStore } from '@ge-mesh/store';
@@ -68,13 +69,19 @@ export async function purgeNamespace(namespace: string, models: string[]): Promi
   const topo = topology(namespace);
   const conn = await amqp.connect(RABBITMQ_URL);
   try {
-    for (const q of [...models.flatMap((m) => [topo.requests(m), topo.batches(m)]), topo.deadLetterQueue]) {
+    const ingress = ingressNames(namespace);
+    for (const q of [
+      ...models.flatMap((m) => [topo.requests(m), topo.batches(m)]),
+      topo.deadLetterQueue,
+      ingress.queue,
+    ]) {
       const ch = await conn.createChannel();
       await ch.deleteQueue(q).catch(() => undefined);
       await ch.close().catch(() => undefined);
     }
     const ch = await conn.createChannel();
     await ch.deleteExchange(topo.deadLetterExchange).catch(() => undefined);
+    await ch.deleteExchange(ingress.exchange).catch(() => undefined);
     await ch.close().catch(() => undefined);
   } finally {
     await conn.close();

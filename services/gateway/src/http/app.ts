@@ -75,7 +75,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logger: false,
     bodyLimit: deps.maxBodyBytes,
     // Model names may be long; Fastify's default cap is 100 characters.
-    maxParamLength: 1024,
+    routerOptions: { maxParamLength: 1024 },
   });
 
   const routes: RouteInfo[] = [];
