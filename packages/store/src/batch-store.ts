@@ -144,6 +144,19 @@ export class BatchStore {
     return res === 1;
   }
 
+  /**
+   * A dead-lettered batch had every member answered with an error: mark it
+   * failed (a redelivered dead letter is then skipped) and free its lane slot.
+   * False when it was already done or failed.
+   */
+  async failBatch(batchId: string, model: string, now = Date.now()): Promise<boolean> {
+    const res = await this.scripts['fail-batch-1'](
+      [this.batchKey(batchId), this.inFlightKey(model)],
+      [batchId, now, this.lanesChannel(model)],
+    );
+    return res === 1;
+  }
+
   /** Batches of the model formed and not yet finished (lapsed entries excluded). */
   async inFlight(model: string, now = Date.now()): Promise<number> {
     return this.redis.zcount(this.inFlightKey(model), `(${now}`, '+inf');

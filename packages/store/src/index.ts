@@ -1,3 +1,4 @@
 export * from './batch-store.js';
 export * from './queue-policy.js';
 export * from './scripts.js';
+export * from './worker-registry.js';

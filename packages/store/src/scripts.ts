@@ -16,6 +16,11 @@ export const SCRIPT_NAMES = [
   'finish-batch-1',
   'expire-request-1',
   'lead-model-1',
+  'fail-batch-1',
+  'claim-devices-1',
+  'heartbeat-worker-1',
+  'release-worker-1',
+  'set-model-control-1',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
