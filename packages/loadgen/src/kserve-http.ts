@@ -1,0 +1,166 @@
+import { Pool } from 'undici';
+import type { Send } from './driver.js';
+
+/**
+ * A KServe v2 HTTP target: requests built once from the model's metadata
+ * (random or zero data, JSON or the binary tensor extension) and sent round
+ * robin, so the generator spends its time sending, not building.
+ */
+export interface TensorMeta {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+export interface ModelMeta {
+  name: string;
+  versions?: string[];
+  inputs: TensorMeta[];
+  outputs: TensorMeta[];
+}
+
+export interface HttpTargetOptions {
+  url: string;
+  model: string;
+  version?: string;
+  batch: number;
+  inputData: 'random' | 'zero';
+  binary: boolean;
+  /** Overrides for variable (-1) non-batch dims: name → dims without batch. */
+  shapes?: Record<string, number[]>;
+  connections?: number;
+  /** Distinct request bodies to cycle through. */
+  variants?: number;
+  headers?: Record<string, string>;
+}
+
+export interface HttpTarget {
+  send: Send;
+  meta: ModelMeta;
+  pool: Pool;
+  close(): Promise<void>;
+}
+
+const SIZES: Record<string, number> = {
+  BOOL: 1,
+  UINT8: 1,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 2,
+  FP16: 2,
+  BF16: 2,
+  UINT32: 4,
+  INT32: 4,
+  FP32: 4,
+  UINT64: 8,
+  INT64: 8,
+  FP64: 8,
+};
+
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Little-endian bytes of `count` elements: floats in [0,1), integers in {0,1} (valid ids and masks alike). */
+function tensorBytes(datatype: string, count: number, rand: (() => number) | null): Buffer {
+  const size = SIZES[datatype];
+  if (!size) throw new Error(`datatype ${datatype} is not supported by the load generator`);
+  const buf = Buffer.alloc(count * size);
+  if (!rand) return buf;
+  for (let i = 0; i < count; i++) {
+    const r = rand();
+    switch (datatype) {
+      case 'FP32':
+        buf.writeFloatLE(r, i * 4);
+        break;
+      case 'FP64':
+        buf.writeDoubleLE(r, i * 8);
+        break;
+      case 'FP16':
+      case 'BF16':
+        break; // zeros: valid in both formats
+      default:
+        buf[i * size] = r < 0.5 ? 0 : 1;
+    }
+  }
+  return buf;
+}
+
+function jsonValues(datatype: string, bytes: Buffer): number[] | boolean[] {
+  const n = bytes.length / (SIZES[datatype] ?? 1);
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (datatype === 'FP32') out.push(bytes.readFloatLE(i * 4));
+    else if (datatype === 'FP64') out.push(bytes.readDoubleLE(i * 8));
+    else out.push(bytes[i * (SIZES[datatype] ?? 1)] ?? 0);
+  }
+  return datatype === 'BOOL' ? out.map((v) => v !== 0) : out;
+}
+
+export function buildInferBodies(
+  meta: ModelMeta,
+  o: HttpTargetOptions,
+): Array<{ body: Buffer; headerLength?: number }> {
+  const variants = o.variants ?? 16;
+  const bodies: Array<{ body: Buffer; headerLength?: number }> = [];
+  for (let v = 0; v < variants; v++) {
+    const rand = o.inputData === 'random' ? seeded(v + 1) : null;
+    const inputs: Record<string, unknown>[] = [];
+    const blobs: Buffer[] = [];
+    for (const t of meta.inputs) {
+      const rowDims = o.shapes?.[t.name] ?? t.shape.slice(t.shape[0] === -1 ? 1 : 0);
+      if (rowDims.some((d) => d < 0))
+        throw new Error(`input ${t.name} has a variable dim: give --shape ${t.name}:d1,d2`);
+      const shape = t.shape[0] === -1 ? [o.batch, ...rowDims] : rowDims;
+      const bytes = tensorBytes(
+        t.datatype,
+        shape.reduce((a, b) => a * b, 1),
+        rand,
+      );
+      if (o.binary) {
+        inputs.push({ name: t.name, shape, datatype: t.datatype, parameters: { binary_data_size: bytes.length } });
+        blobs.push(bytes);
+      } else {
+        inputs.push({ name: t.name, shape, datatype: t.datatype, data: jsonValues(t.datatype, bytes) });
+      }
+    }
+    const header = Buffer.from(
+      JSON.stringify({ inputs, ...(o.binary ? { parameters: { binary_data_output: true } } : {}) }),
+    );
+    bodies.push(o.binary ? { body: Buffer.concat([header, ...blobs]), headerLength: header.length } : { body: header });
+  }
+  return bodies;
+}
+
+export async function httpTarget(o: HttpTargetOptions): Promise<HttpTarget> {
+  const pool = new Pool(o.url, { connections: o.connections ?? 256 });
+  const base = `/v2/models/${encodeURIComponent(o.model)}${o.version ? `/versions/${o.version}` : ''}`;
+  const metaRes = await pool.request({ path: base, method: 'GET', headers: o.headers ?? {} });
+  const metaText = await metaRes.body.text();
+  if (metaRes.statusCode !== 200)
+    throw new Error(`model metadata for '${o.model}': HTTP ${metaRes.statusCode} ${metaText}`);
+  const meta = JSON.parse(metaText) as ModelMeta;
+  const bodies = buildInferBodies(meta, o);
+  const send: Send = async (seq) => {
+    const b = bodies[seq % bodies.length];
+    if (!b) return false;
+    const res = await pool.request({
+      path: `${base}/infer`,
+      method: 'POST',
+      headers: {
+        ...(o.headers ?? {}),
+        'content-type': b.headerLength !== undefined ? 'application/octet-stream' : 'application/json',
+        ...(b.headerLength !== undefined ? { 'inference-header-content-length': String(b.headerLength) } : {}),
+      },
+      body: b.body,
+    });
+    await res.body.arrayBuffer();
+    return res.statusCode === 200;
+  };
+  return { send, meta, pool, close: () => pool.close() };
+}

@@ -1,0 +1,61 @@
+import * as vega from 'vega';
+import * as vl from 'vega-lite';
+
+/** Charts as SVG, rendered headless with Vega-Lite (no browser needed). */
+export type Row = Record<string, string | number>;
+
+export async function lineChartSvg(o: {
+  title: string;
+  rows: Row[];
+  x: string;
+  y: string;
+  series?: string;
+  xTitle?: string;
+  yTitle?: string;
+  logY?: boolean;
+}): Promise<string> {
+  const spec = vl.compile({
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: o.title,
+    width: 520,
+    height: 300,
+    background: 'white',
+    data: { values: o.rows },
+    mark: { type: 'line', point: true },
+    encoding: {
+      x: { field: o.x, type: 'quantitative', title: o.xTitle ?? o.x },
+      y: { field: o.y, type: 'quantitative', title: o.yTitle ?? o.y, ...(o.logY ? { scale: { type: 'log' } } : {}) },
+      ...(o.series ? { color: { field: o.series, type: 'nominal', title: o.series } } : {}),
+    },
+  } as vl.TopLevelSpec).spec;
+  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  view.finalize();
+  return svg;
+}
+
+export async function barChartSvg(o: {
+  title: string;
+  rows: Row[];
+  x: string;
+  y: string;
+  yTitle?: string;
+}): Promise<string> {
+  const spec = vl.compile({
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: o.title,
+    width: 520,
+    height: 300,
+    background: 'white',
+    data: { values: o.rows },
+    mark: 'bar',
+    encoding: {
+      x: { field: o.x, type: 'nominal', sort: null, axis: { labelAngle: -20 } },
+      y: { field: o.y, type: 'quantitative', title: o.yTitle ?? o.y },
+    },
+  } as vl.TopLevelSpec).spec;
+  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  view.finalize();
+  return svg;
+}
