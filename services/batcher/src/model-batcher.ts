@@ -34,6 +34,8 @@ export interface ModelBatcherOptions {
 const SLOT_POLL_MS = 200;
 const RETRY_MS = 50;
 const PREFETCH_CAP = 4096;
+/** Requests a batcher holds at least for a model with priority levels and an unbounded queue. */
+const PRIORITY_WINDOW = 256;
 /** Lead of a preserve_ordering model: held this long, renewed every third of it. */
 const LEAD_TTL_MS = 3_000;
 
@@ -148,15 +150,17 @@ export class ModelBatcher {
   /**
    * Enough unacked requests to fill every batch that may be in flight plus
    * the one forming, and no more: the rest wait in the broker, where other
-   * replicas can take them. With bounded queues on every level, the whole
-   * admitted queue, so priorities order all of it.
+   * replicas can take them. Priorities can only order requests the batcher
+   * holds, so with priority levels it holds more: the whole admitted queue
+   * when every level is bounded, else at least PRIORITY_WINDOW requests.
    */
   private wantedPrefetch(): number {
     let n = this.shape.maxBatch * (Math.max(1, this.limits().total) + 1);
-    const bounded = this.levels.every((l) => this.queueKeys.has(l));
-    if (bounded && this.db) {
-      const total = this.levels.reduce((s, l) => s + levelPolicy(this.db as DynamicBatchingConfig, l).maxQueueSize, 0);
-      n = Math.max(n, total);
+    if (this.db && this.db.priorityLevels > 0) {
+      const db = this.db;
+      const bounded = this.levels.every((l) => this.queueKeys.has(l));
+      const total = this.levels.reduce((s, l) => s + levelPolicy(db, l).maxQueueSize, 0);
+      n = Math.max(n, bounded ? total : PRIORITY_WINDOW);
     }
     return Math.min(PREFETCH_CAP, n);
   }
@@ -409,7 +413,7 @@ export class ModelBatcher {
     await this.store.setState(batchId, 'formed', 'published').catch(() => false);
     crashPoint('marked', this.log);
     for (const m of members) this.settle(m.item.msg, 'ack');
-    this.log.debug({ batchId, tier, rows, requests: members.length }, 'batch published');
+    this.log.debug({ model: this.model.name, batchId, tier, rows, requests: members.length }, 'batch published');
   }
 
   /** Answer a queued request with an error, once mesh-wide (a redelivered copy is then dropped). */
