@@ -384,7 +384,7 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     );
   });
 
-  it('gzip and deflate both ways; other encodings 501; limits on body, inflated size and tensor elements', async () => {
+  it('gzip and deflate both ways; other encodings 415; limits on body, inflated size and tensor elements', async () => {
     const x = xs(1, 5);
     const want = await tinyRef(x, 1);
     const doc = Buffer.from(
@@ -407,7 +407,7 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     assert.equal(plain.headers['content-encoding'], undefined);
 
     const br = await call('POST', '/v2/models/tiny/infer', { body: doc, headers: { 'content-encoding': 'br' } });
-    expectError(br, 501, 'Unsupported compression type');
+    expectError(br, 415, 'Unsupported compression type');
     assert.equal(br.headers['accept-encoding'], 'gzip, deflate');
     expectError(
       await call('POST', '/v2/models/tiny/infer', {

@@ -46,15 +46,15 @@ function caught(fn: () => unknown): MeshError {
 describe('gateway body encodings', () => {
   const body = Buffer.from(JSON.stringify({ inputs: [] }));
 
-  it('inflates gzip and deflate bodies, and refuses other encodings with 501 and Accept-Encoding', async () => {
+  it('inflates gzip and deflate bodies, and refuses other encodings with 415 and Accept-Encoding', async () => {
     assert.deepEqual(await decodeBody(gzipSync(body), 'gzip', 1024), body);
     assert.deepEqual(await decodeBody(deflateSync(body), 'deflate', 1024), body);
     assert.equal(await decodeBody(body, undefined, 1024), body);
     assert.equal(await decodeBody(body, 'identity', 1024), body);
     await assert.rejects(decodeBody(body, 'br', 1024), (err: unknown) => {
       assert.ok(err instanceof HttpError);
-      assert.equal(err.code, 'UNSUPPORTED');
-      assert.equal(err.status, 501);
+      assert.equal(err.code, 'UNSUPPORTED_ENCODING');
+      assert.equal(err.status, 415);
       assert.equal(err.message, 'Unsupported compression type');
       assert.deepEqual(err.headers, { 'accept-encoding': 'gzip, deflate' });
       return true;

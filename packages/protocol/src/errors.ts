@@ -27,6 +27,8 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: { status: 405, retryable: false },
   // 413: limits.
   PAYLOAD_TOO_LARGE: { status: 413, retryable: false },
+  // 415: a Content-Encoding other than gzip, deflate or identity (Triton answers 501 here).
+  UNSUPPORTED_ENCODING: { status: 415, retryable: false },
   // 501: a feature GE Mesh does not offer.
   UNSUPPORTED: { status: 501, retryable: false },
   // 503: overload and shutdown; the same request may succeed later.
@@ -36,6 +38,8 @@ export const ERRORS = {
   SERVER_STOPPING: { status: 503, retryable: true },
   // 500: a fault inside the mesh.
   EXECUTION_FAILED: { status: 500, retryable: false },
+  /** The batch carrying the request crashed every worker that ran it and was dead-lettered. */
+  POISON_INPUT: { status: 500, retryable: false },
   INTERNAL: { status: 500, retryable: false },
 } as const satisfies Record<string, { status: number; retryable: boolean }>;
 

@@ -76,6 +76,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     bodyLimit: deps.maxBodyBytes,
     // Model names may be long; Fastify's default cap is 100 characters.
     routerOptions: { maxParamLength: 1024 },
+    // Malformed URLs (bad percent-encoding, over-long segments) get Triton's error body too.
+    frameworkErrors: (err, _req, res) => {
+      deps.metrics?.errorAnswered('INVALID_ARGUMENT', 'http');
+      void (res as unknown as FastifyReply)
+        .code(err.statusCode ?? 400)
+        .type('application/json')
+        .send({ error: err.message });
+    },
   });
 
   const routes: RouteInfo[] = [];

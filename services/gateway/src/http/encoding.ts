@@ -6,7 +6,8 @@ import { MeshError } from '@ge-mesh/protocol';
  * Content-Encoding and Accept-Encoding as Triton's HTTP front end handles
  * them: request bodies in gzip or deflate are inflated (the inflated size
  * bounded by the same limit as the body: a small bomb cannot grow past it),
- * other encodings are refused with 501 and `Accept-Encoding: gzip, deflate`;
+ * other encodings are refused with 415 and `Accept-Encoding: gzip, deflate`
+ * (RFC 7694; Triton answers 501, which tells the client nothing to fix);
  * inference responses are compressed with the encoding the client weighs
  * highest among identity, gzip and deflate. zlib does the work.
  */
@@ -32,7 +33,7 @@ export class HttpError extends MeshError {
 export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<Buffer> {
   if (contentEncoding === undefined || contentEncoding === '' || contentEncoding === 'identity') return body;
   if (contentEncoding !== 'gzip' && contentEncoding !== 'deflate') {
-    throw new HttpError('UNSUPPORTED', 'Unsupported compression type', { 'accept-encoding': 'gzip, deflate' });
+    throw new HttpError('UNSUPPORTED_ENCODING', 'Unsupported compression type', { 'accept-encoding': 'gzip, deflate' });
   }
   try {
     const opts = { maxOutputLength: maxBytes };
