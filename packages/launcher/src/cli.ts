@@ -12,6 +12,8 @@ const { values } = parseArgs({
     'model-repository': { type: 'string', default: process.env.GEMESH_MODEL_REPOSITORY ?? 'infra/model_repository' },
     namespace: { type: 'string', default: process.env.GEMESH_NAMESPACE ?? 'gemesh' },
     'log-level': { type: 'string', default: process.env.GEMESH_LOG_LEVEL ?? 'info' },
+    // Workers on NPUs: each leases one of the machine's devices (ge), instead of a share of the CPU (ort).
+    runtime: { type: 'string', default: process.env.GEMESH_RUNTIME ?? 'ort' },
   },
 });
 const workers = Number(values.workers);
@@ -25,11 +27,12 @@ const mesh = await startMesh({
   httpPort,
   workers,
   logLevel: values['log-level'],
+  flags: { worker: ['--runtime', values.runtime] },
 });
 const url = `http://localhost:${httpPort}`;
 const x = Array.from({ length: 16 }, (_, i) => (i / 16).toFixed(4)).join(',');
 process.stdout.write(`
-GE Mesh is up: ${url}  (KServe v2 REST; ${workers} CPU worker${workers > 1 ? 's' : ''})
+GE Mesh is up: ${url}  (KServe v2 REST; ${workers} ${values.runtime === 'ge' ? 'NPU' : 'CPU'} worker${workers > 1 ? 's' : ''})
 
 Try it:
   curl -s ${url}/v2/models/tiny
@@ -48,7 +51,8 @@ const stop = async () => {
 };
 process.on('SIGINT', () => void stop());
 process.on('SIGTERM', () => void stop());
-for (const s of mesh.services) {
+// Workers are started again when they die; the gateway and the batcher stop the mesh.
+for (const s of mesh.services.filter((x) => !x.name.startsWith('worker-'))) {
   void s.exited.then((code) => {
     if (!stopping) {
       process.stderr.write(`${s.name} exited with code ${code}; stopping the mesh\n`);

@@ -23,6 +23,12 @@ export interface MeshOptions {
   /** Where service output goes: inherit (prefixed lines) or a callback. */
   onLine?: (service: string, line: string) => void;
   logLevel?: string;
+  /**
+   * Start a worker again when it dies (a crash, a kill -9), as a process
+   * supervisor or compose's restart policy would; a worker that exits 0
+   * (drained on SIGTERM) stays down. Default true.
+   */
+  restartWorkers?: boolean;
 }
 
 export interface ServiceProcess {
@@ -34,7 +40,12 @@ export interface ServiceProcess {
 
 export interface RunningMesh {
   readonly url: string;
+  /** Every process; a restarted worker replaces its entry. */
   readonly services: ServiceProcess[];
+  /** The worker processes now running or last started, by label (worker-0, worker-1, …). */
+  workers(): ServiceProcess[];
+  /** Workers started again after they died. */
+  restarts(): number;
   /** SIGTERM every process and wait for it (SIGKILL after `graceMs`). */
   stop(graceMs?: number): Promise<void>;
 }
@@ -86,8 +97,10 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
     opts.logLevel ?? 'info',
   ];
   const services: ServiceProcess[] = [];
-  // Workers announce readiness once every lane compiled its tiers; until the
-  // worker registry exists, the launcher reads that announcement from the log.
+  let stopping = false;
+  let started = false;
+  let restarts = 0;
+  // Workers announce readiness once every lane compiled and warmed its tiers.
   const workersReady = new Set<string>();
   let onWorkerReady: () => void = () => undefined;
   const allWorkersReady = new Promise<void>((r) => {
@@ -105,6 +118,7 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
     },
   };
   const stop = async (graceMs = 10_000) => {
+    stopping = true;
     await Promise.all(
       services.map(async (s) => {
         if (s.child.exitCode !== null || s.child.signalCode !== null) return;
@@ -115,20 +129,31 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
       }),
     );
   };
+  const workers = opts.workers ?? 1;
+  const workerFlags = opts.flags?.worker ?? [];
+  // Readiness is announced at info level: workers never log above info here.
+  const workerLogLevel = ['fatal', 'error', 'warn'].includes(opts.logLevel ?? 'info') ? ['--log-level', 'info'] : [];
+  // Workers lease their devices (no ids given). CPU workers split the cores into one device per worker.
+  const cpu = !workerFlags.some((f, i) => f === '--runtime' && workerFlags[i + 1] === 'ge');
+  const deviceCount = cpu && !workerFlags.includes('--device-count') ? ['--device-count', String(workers)] : [];
+  const workerArgs = [...common, ...workerLogLevel, ...deviceCount, ...workerFlags];
+  const superviseWorker = (label: string) => {
+    const s = startService('worker', label, workerArgs, opts);
+    const i = services.findIndex((x) => x.name === label);
+    if (i >= 0) services[i] = s;
+    else services.push(s);
+    void s.exited.then((code) => {
+      // A worker that fails while the mesh starts fails the start instead.
+      if (!started || stopping || code === 0 || opts.restartWorkers === false) return;
+      restarts++;
+      (opts.onLine ?? userOnLine)(label, `exited with code ${code} (signal ${s.child.signalCode}); starting it again`);
+      setTimeout(() => {
+        if (!stopping) superviseWorker(label);
+      }, 250);
+    });
+  };
   try {
-    const workers = opts.workers ?? 1;
-    // Readiness is announced at info level: workers never log above info here.
-    const workerLogLevel = ['fatal', 'error', 'warn'].includes(opts.logLevel ?? 'info') ? ['--log-level', 'info'] : [];
-    for (let i = 0; i < workers; i++) {
-      services.push(
-        startService(
-          'worker',
-          `worker-${i}`,
-          [...common, ...workerLogLevel, '--device-id', String(i), ...(opts.flags?.worker ?? [])],
-          opts,
-        ),
-      );
-    }
+    for (let i = 0; i < workers; i++) superviseWorker(`worker-${i}`);
     services.push(startService('batcher', 'batcher', [...common, ...(opts.flags?.batcher ?? [])], opts));
     services.push(
       startService(
@@ -144,12 +169,20 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
         s.exited.then((code) => Promise.reject(new Error(`${s.name} exited with code ${code} during start`))),
       ),
     );
+    // The gateway is ready once every wanted model has a ready worker: wait for the workers first.
     await Promise.race([
-      Promise.all([waitForHttp(`${url}/v2/health/ready`, 120_000, (st) => st === 200), allWorkersReady]),
+      allWorkersReady.then(() => waitForHttp(`${url}/v2/health/ready`, 120_000, (st) => st === 200)),
       failed,
     ]);
     failed.catch(() => undefined);
-    return { url, services, stop };
+    started = true;
+    return {
+      url,
+      services,
+      stop,
+      workers: () => services.filter((s) => s.name.startsWith('worker-')),
+      restarts: () => restarts,
+    };
   } catch (err) {
     await stop(2_000);
     throw err;

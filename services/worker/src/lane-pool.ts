@@ -7,25 +7,31 @@ import type { LaneRequest, LaneResponse } from './lane-messages.js';
 const LANE_ENTRY = new URL('./lane-entry.mjs', import.meta.url);
 
 interface Lane {
-  index: number;
+  readonly index: number;
+  readonly spec: EngineModelSpec;
   worker: Worker;
   busy: boolean;
 }
 
 interface Pending {
+  readonly lane: number;
   resolve: (r: Reply[]) => void;
   reject: (e: Error) => void;
 }
 
 /**
- * The lanes of one model on one device. Batches go to an idle lane; the
- * broker's prefetch (= lane count) guarantees one is idle when a batch arrives.
+ * The lanes of one model version on one device: one worker_thread per
+ * stream. Batches go to an idle lane; the broker's prefetch (= lanes)
+ * guarantees one is idle when a batch arrives. A lane whose thread dies is
+ * started again; the batch it held fails back to the caller, which returns
+ * it to the broker for redelivery.
  */
 export class LanePool {
   private readonly lanes: Lane[] = [];
   private readonly waiting: Array<(lane: Lane) => void> = [];
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
+  private closing = false;
 
   private constructor(
     readonly model: string,
@@ -36,25 +42,35 @@ export class LanePool {
     return this.lanes.length;
   }
 
+  /** Lanes running a batch now. */
+  get busy(): number {
+    return this.lanes.filter((l) => l.busy).length;
+  }
+
   static async start(specs: EngineModelSpec[], log: Logger): Promise<LanePool> {
     const pool = new LanePool(specs[0]?.name ?? '?', log);
-    try {
-      await Promise.all(specs.map((spec, index) => pool.spawn(spec, index)));
-    } catch (err) {
+    const started = await Promise.allSettled(specs.map((spec, index) => pool.spawn(spec, index)));
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) {
       await pool.close();
-      throw err;
+      throw failed.reason;
     }
+    pool.lanes.sort((a, b) => a.index - b.index);
     return pool;
   }
 
-  private spawn(spec: EngineModelSpec, index: number): Promise<void> {
+  private spawn(spec: EngineModelSpec, index: number): Promise<Lane> {
     return new Promise((resolve, reject) => {
-      const worker = new Worker(LANE_ENTRY, { workerData: spec, name: `lane-${spec.name}-${index}` });
-      const lane: Lane = { index, worker, busy: false };
+      const worker = new Worker(LANE_ENTRY, { workerData: spec, name: `lane-${spec.name}-${spec.deviceId}-${index}` });
+      const existing = this.lanes.find((l) => l.index === index);
+      const lane: Lane = existing ?? { index, spec, worker, busy: false };
+      let ready = false;
       worker.on('message', (msg: LaneResponse) => {
         if (msg.type === 'ready') {
-          this.lanes.push(lane);
-          resolve();
+          ready = true;
+          lane.worker = worker;
+          if (!existing) this.lanes.push(lane);
+          resolve(lane);
         } else if (msg.type === 'failed') {
           reject(new Error(msg.message));
           void worker.terminate();
@@ -66,20 +82,28 @@ export class LanePool {
         }
       });
       worker.on('error', (err) => {
-        this.log.error({ err, lane: index }, 'lane crashed');
-        reject(err);
+        this.log.error({ err, model: spec.name, device: spec.deviceId, lane: index }, 'lane crashed');
+        if (!ready) reject(err);
       });
       worker.on('exit', (code) => {
-        if (code !== 0) this.log.warn({ lane: index, code }, 'lane exited');
-        // Any batch it held is failed back to the caller, which nacks it for redelivery.
+        if (!ready || lane.worker !== worker) return;
         for (const [seq, p] of this.pending) {
-          if ((p as Pending & { lane?: number }).lane === index) {
+          if (p.lane === index) {
             this.pending.delete(seq);
-            p.reject(new Error(`lane ${index} exited with code ${code}`));
+            p.reject(new Error(`lane ${index} of '${spec.name}' exited with code ${code}`));
           }
         }
-        const i = this.lanes.indexOf(lane);
-        if (i >= 0) this.lanes.splice(i, 1);
+        if (this.closing) return;
+        this.log.warn({ model: spec.name, device: spec.deviceId, lane: index, code }, 'lane exited; starting it again');
+        lane.busy = true;
+        this.spawn(spec, index).then(
+          (l) => this.release(l),
+          (err: Error) => {
+            // A lane that cannot start again leaves the worker unable to honour its prefetch.
+            this.log.fatal({ err: err.message, model: spec.name, lane: index }, 'lane did not restart');
+            process.exit(1);
+          },
+        );
       });
     });
   }
@@ -99,16 +123,37 @@ export class LanePool {
     else lane.busy = false;
   }
 
-  async run(batch: Uint8Array): Promise<Reply[]> {
-    const lane = await this.acquire();
+  private post(lane: Lane, batch: Uint8Array): Promise<Reply[]> {
     const seq = ++this.seq;
     return new Promise<Reply[]>((resolve, reject) => {
-      this.pending.set(seq, Object.assign({ resolve, reject }, { lane: lane.index }));
+      this.pending.set(seq, { lane: lane.index, resolve, reject });
       lane.worker.postMessage({ type: 'run', seq, batch } satisfies LaneRequest);
     });
   }
 
+  /** Run a batch on the next idle lane. */
+  async run(batch: Uint8Array): Promise<Reply[]> {
+    return this.post(await this.acquire(), batch);
+  }
+
+  /** Run each batch on every lane in turn (warmup: every lane compiles and touches every tier). */
+  async runOnEveryLane(batches: readonly Uint8Array[]): Promise<Reply[][]> {
+    const out: Reply[][] = [];
+    await Promise.all(
+      this.lanes.map(async (lane) => {
+        lane.busy = true;
+        try {
+          for (const b of batches) out.push(await this.post(lane, b));
+        } finally {
+          this.release(lane);
+        }
+      }),
+    );
+    return out;
+  }
+
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.all(
       this.lanes.map(async (l) => {
         l.worker.postMessage({ type: 'close' } satisfies LaneRequest);

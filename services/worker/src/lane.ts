@@ -1,8 +1,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { type BatchMessage, decode, type InferRequestMessage } from '@ge-mesh/protocol';
 import { BufferPool, type Engine, type EngineModelSpec } from '@ge-mesh/runtime';
 import { createEngine } from './engines.js';
 import { executeBatch } from './execute-batch.js';
 import type { LaneRequest, LaneResponse } from './lane-messages.js';
+import { TEST_CRASH_ON_REQUEST } from './test-faults.js';
 
 /**
  * One lane = one worker_thread = one device stream. It owns its engine (one
@@ -23,6 +25,14 @@ try {
   port.postMessage({ type: 'failed', message: (err as Error).message } satisfies LaneResponse);
 }
 
+/** Test fault injection (test-faults.ts): a marked request crashes the whole process. */
+function crashIfMarked(body: Uint8Array): void {
+  const batch = decode<BatchMessage>(body);
+  for (const m of batch.members) {
+    if (decode<InferRequestMessage>(m.body).clientId === TEST_CRASH_ON_REQUEST) process.kill(process.pid, 'SIGKILL');
+  }
+}
+
 port.on('message', async (msg: LaneRequest) => {
   if (msg.type === 'close') {
     await engine?.close();
@@ -30,6 +40,7 @@ port.on('message', async (msg: LaneRequest) => {
     return;
   }
   if (!engine) return;
+  if (TEST_CRASH_ON_REQUEST) crashIfMarked(msg.batch);
   const replies = await executeBatch(spec, engine, pool, msg.batch);
   // Copied, not transferred: encoded bodies may share the encoder's reusable buffer.
   port.postMessage({ type: 'done', seq: msg.seq, replies } satisfies LaneResponse);

@@ -1,14 +1,25 @@
-import { availableParallelism } from 'node:os';
-import { Broker, type Channel, topology } from '@ge-mesh/broker';
-import { loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
-import { type BatchMessage, decode } from '@ge-mesh/protocol';
-import type { EngineModelSpec } from '@ge-mesh/runtime';
-import { BatchStore } from '@ge-mesh/store';
+import { randomBytes } from 'node:crypto';
+import { availableParallelism, hostname } from 'node:os';
+import { Broker, topology } from '@ge-mesh/broker';
+import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
+import { BatchStore, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
 import { BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
-import { LanePool } from './lane-pool.js';
+import { DeadLetters } from './dead-letters.js';
+import { detectDeviceCount, deviceKind, explicitDevices } from './devices.js';
+import { coreBudget, type Placement, placeModel, threadsPerLane } from './lane-plan.js';
+import { ServedModel, type ServedModelDeps } from './served-model.js';
 import { loadWorkerSettings } from './settings.js';
+import { TEST_CRASH_ON_REQUEST, TEST_LOAD_DELAY_MS } from './test-faults.js';
+import { WorkerPresence } from './worker-presence.js';
 
+/**
+ * A worker: one process per device (or per few devices when told to). It
+ * leases its devices in Redis, loads and warms up the models placed on them,
+ * registers what it serves with heartbeats, consumes each model's batch queue
+ * with prefetch = lanes, follows the repository API's load/unload requests,
+ * answers dead-lettered batches, and drains on SIGTERM.
+ */
 const settings = loadWorkerSettings();
 const log = createLogger('worker', settings.logLevel);
 const topo = topology(settings.namespace);
@@ -17,107 +28,264 @@ if (settings.runtime === 'ge') {
   // Checked here, once, so a bad value stops the worker before any lane starts.
   parseGlobalGeOptions(process.env.GE_NPU_CONFIG, settings.geOptions);
 }
+if (TEST_LANE_DELAY_MS > 0) log.warn({ ms: TEST_LANE_DELAY_MS }, 'test fault injection: every batch is held');
+if (TEST_CRASH_ON_REQUEST) log.warn({ id: TEST_CRASH_ON_REQUEST }, 'test fault injection: a marked request crashes');
+if (TEST_LOAD_DELAY_MS > 0) log.warn({ ms: TEST_LOAD_DELAY_MS }, 'test fault injection: every model load is held');
+
 const repo = await loadRepository(settings.modelRepository);
 for (const [name, err] of repo.errors) log.error({ model: name, err: err.message }, 'model not loaded');
-const wanted = settings.models === '*' ? null : new Set(settings.models.split(',').map((s) => s.trim()));
-const models = [...repo.models.values()].filter(
-  (m) => m.config.runtime === settings.runtime && (!wanted || wanted.has(m.name)),
-);
-if (models.length === 0) {
+const filter = settings.models === '*' ? null : new Set(settings.models.split(',').map((s) => s.trim()));
+const allowed = (name: string) => !filter || filter.has(name);
+/** The models this worker knows, re-read from disk when the repository API loads one. */
+const view = new Map([...repo.models].filter(([name, m]) => allowed(name) && m.config.runtime === settings.runtime));
+if (view.size === 0) {
   log.fatal({ repository: settings.modelRepository, runtime: settings.runtime }, 'no model to serve');
   process.exit(1);
 }
 
-const laneCount = (m: RepositoryModel) => m.config.instanceGroup.reduce((n, g) => n + g.count, 0) || 1;
-const totalLanes = models.reduce((n, m) => n + laneCount(m) * m.versions.length, 0);
-const cores = settings.cpuThreads || availableParallelism();
-// Lanes × threads must fit the cores, or lanes fight over them.
-const threadsPerLane = Math.max(1, Math.floor(cores / totalLanes));
-
-function laneSpecs(m: RepositoryModel, version: RepositoryModel['versions'][number]): EngineModelSpec[] {
-  return Array.from({ length: laneCount(m) }, (_, stream) => ({
-    name: m.name,
-    version: version.version,
-    modelPath: version.modelPath,
-    inputs: m.config.input,
-    outputs: m.config.output,
-    tiers: m.config.tiers,
-    batched: m.config.maxBatchSize > 0,
-    parameters: Object.fromEntries(m.config.parameters),
-    threads: threadsPerLane,
-    stream,
-    deviceId: settings.deviceId,
-    runtime: settings.runtime,
-    runtimeOptions: { geOptions: settings.geOptions },
-  }));
-}
-
-const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `worker-${settings.deviceId}-${process.pid}`);
+const id = `${settings.node}-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+const kind = deviceKind(settings.runtime);
+const deviceCount = settings.deviceCount || detectDeviceCount(settings.runtime);
+const explicit = explicitDevices(settings.deviceIds, settings.deviceId);
+const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `worker-${id}`);
 const store = BatchStore.connect(settings.redisUrl, settings.namespace);
+const registry = new WorkerRegistry(store.redis, settings.namespace);
 const claims = new BatchClaims(store, log);
-if (TEST_LANE_DELAY_MS > 0)
-  log.warn({ ms: TEST_LANE_DELAY_MS }, 'test fault injection: every batch is held before it runs');
-const served: Array<{ ch: Channel; tag: string; pools: Map<string, LanePool> }> = [];
-let inFlight = 0;
+const deadLetters = new DeadLetters(broker, topo, store, log);
+const served = new Map<string, ServedModel>();
+let devices: number[] = [];
+let state: WorkerState = 'starting';
 let stopping = false;
+let sub: BatchStore['redis'] | undefined;
+const startedAt = Date.now();
 
-for (const m of models) {
-  const pools = new Map<string, LanePool>();
-  for (const v of m.versions) pools.set(v.version, await LanePool.start(laneSpecs(m, v), log));
-  const lanes = [...pools.values()].reduce((n, p) => n + p.size, 0);
-  // Prefetch = lanes: a batch is delivered only when a lane can start it.
-  const ch = await broker.channel(lanes);
-  const queue = topo.batches(m.name);
-  await broker.assertWorkQueue(ch, queue);
-  const tag = await broker.consume(ch, queue, (msg) => {
-    inFlight++;
-    void (async () => {
-      try {
-        const batch = decode<BatchMessage>(msg.content);
-        const pool = pools.get(batch.version);
-        if (!pool) throw new Error(`version ${batch.version} of '${m.name}' is not served here`);
-        // Only the members this batch still answers (null: none, e.g. it was answered before a redelivery).
-        const body = await claims.start(batch, msg.content);
-        if (body) {
-          if (TEST_LANE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS));
-          const replies = await pool.run(body);
-          await Promise.all(
-            replies.map((r) =>
-              broker.send(r.replyTo, Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), {
-                correlationId: r.correlationId,
-              }),
-            ),
-          );
-        }
-        await claims.finish(batch);
-        ch.ack(msg);
-      } catch (err) {
-        log.error({ err, model: m.name }, 'batch failed; returned for redelivery');
-        ch.nack(msg, false, true);
-      } finally {
-        inFlight--;
-      }
-    })();
-  });
-  served.push({ ch, tag, pools });
-  log.info({ model: m.name, versions: [...pools.keys()], lanes, threadsPerLane, tiers: m.config.tiers }, 'serving');
-}
-log.info({ models: models.map((m) => m.name), runtime: settings.runtime, device: settings.deviceId }, 'worker ready');
+const describe = (): WorkerInfo => ({
+  id,
+  node: settings.node,
+  host: hostname(),
+  pid: process.pid,
+  runtime: settings.runtime,
+  kind,
+  devices,
+  state,
+  eligible: [...view.values()].filter((m) => placeable(m)).map((m) => m.name),
+  models: [...served.values()].map((s) => s.info()),
+  startedAt,
+  beatAt: 0,
+});
 
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log.info({ signal, inFlight }, 'draining');
-  for (const s of served) await s.ch.cancel(s.tag).catch(() => undefined);
-  while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
-  for (const s of served) for (const p of s.pools.values()) await p.close();
-  await broker.close();
-  await store.close();
-  log.info('stopped');
-  process.exit(0);
-}
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));
+const presence = new WorkerPresence(
+  registry,
+  describe,
+  { heartbeatMs: settings.heartbeatMs },
+  log,
+  (lost) => {
+    log.error({ lost }, 'device lease taken by another worker while this one stalled; stopping');
+    void shutdown('lease lost', 1);
+  },
+  () => scheduleReconcile(),
+);
+
+process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+process.on('SIGINT', () => void shutdown('SIGINT', 0));
 broker.onLost = () => {
   if (!stopping) process.exit(1);
 };
+
+// Devices: explicit ids (leased too, so two workers never drive one device) or free ones.
+const candidates = explicit ?? Array.from({ length: deviceCount }, (_, i) => i);
+const claimed = await presence.claim(
+  id,
+  settings.node,
+  kind,
+  candidates,
+  explicit ? explicit.length : Math.min(settings.devices, candidates.length),
+  () => stopping,
+);
+if (!claimed) {
+  await new Promise(() => undefined); // stopping: shutdown() exits
+}
+devices = claimed ?? [];
+log.info({ id, node: settings.node, kind, devices, deviceCount }, 'devices leased');
+
+function placement(m: RepositoryModel): Placement | null {
+  try {
+    return placeModel(m.config, devices, deviceCount);
+  } catch {
+    return null;
+  }
+}
+function placeable(m: RepositoryModel): boolean {
+  return (placement(m)?.devices.length ?? 1) > 0;
+}
+
+// Threads: lanes × threads must fit this worker's share of the cores, or lanes fight over them.
+const cores = coreBudget(settings.cpuThreads, availableParallelism(), devices.length, deviceCount);
+const lanesOf = (m: RepositoryModel, p: Placement) => p.devices.length * p.lanesPerDevice * m.versions.length;
+const startupLanes = [...view.values()].reduce((n, m) => {
+  const p = placement(m);
+  return n + (p ? lanesOf(m, p) : 0);
+}, 0);
+
+const deps: ServedModelDeps = {
+  broker,
+  topo,
+  claims,
+  log,
+  runtime: settings.runtime,
+  runtimeOptions: { geOptions: settings.geOptions },
+  onChange: () => presence.changed(),
+  onChannelLost: (model) => {
+    log.fatal({ model }, 'batch channel closed under a served model; stopping');
+    void shutdown('channel lost', 1);
+  },
+};
+
+/** Same config and version files: loading it again changes nothing. */
+const sameModel = (a: RepositoryModel, b: RepositoryModel) =>
+  JSON.stringify([a.config.raw, a.versions]) === JSON.stringify([b.config.raw, b.versions]);
+
+/** Model control generation each model was last acted on (loaded, unloaded, or found unplaceable). */
+const acted = new Map<string, number>();
+
+/** Bring the served models in line with the model control (load/unload from the repository API). */
+async function reconcile(): Promise<void> {
+  const controls = await registry.controls();
+  for (const name of new Set([...view.keys(), ...controls.keys()])) {
+    if (stopping) return;
+    if (!allowed(name)) continue;
+    const ctl = controls.get(name);
+    // No entry: load, as Triton loads every model of the repository at start.
+    const action = ctl?.action ?? 'load';
+    const gen = ctl?.generation ?? 0;
+    const current = served.get(name);
+    if (action === 'unload') {
+      if (current && current.state !== 'unloading') {
+        log.info({ model: name, generation: gen }, 'unloading');
+        await current.unload(settings.drainTimeoutMs);
+        served.delete(name);
+        presence.changed();
+      }
+      acted.set(name, gen);
+      continue;
+    }
+    if (current ? current.generation >= gen : (acted.get(name) ?? -1) >= gen) continue;
+    acted.set(name, gen);
+    let model = view.get(name);
+    if (gen > 0 || !model) {
+      // An explicit load reads the model again, as Triton re-reads the repository.
+      try {
+        model = await loadModel(settings.modelRepository, name);
+      } catch (err) {
+        log.error({ model: name, err: (err as Error).message }, 'model not loaded');
+        continue;
+      }
+      if (model.config.runtime !== settings.runtime) continue;
+      view.set(name, model);
+    }
+    let p: Placement;
+    try {
+      p = placeModel(model.config, devices, deviceCount);
+    } catch (err) {
+      served.set(name, ServedModel.failed(model, gen, (err as Error).message, deps));
+      presence.changed();
+      continue;
+    }
+    if (p.devices.length === 0) continue;
+    if (current) {
+      if (current.state === 'ready' && sameModel(current.model, model)) {
+        // Loading a model that is loaded and unchanged: nothing to do but answer this generation.
+        current.generation = gen;
+        presence.changed();
+        continue;
+      }
+      await current.unload(settings.drainTimeoutMs);
+      served.delete(name);
+    }
+    const lanesNow = [...served.values()].reduce((n, s) => n + (s.state === 'failed' ? 0 : s.lanes), 0);
+    const threads = threadsPerLane(cores, Math.max(startupLanes, lanesNow + lanesOf(model, p)));
+    const sm = new ServedModel(model, p, threads, gen, deps);
+    served.set(name, sm);
+    presence.changed();
+    await sm.load();
+  }
+}
+
+let reconciling: Promise<void> | undefined;
+let again = false;
+function scheduleReconcile(): Promise<void> {
+  if (reconciling) {
+    again = true;
+    return reconciling;
+  }
+  reconciling = (async () => {
+    do {
+      again = false;
+      try {
+        await reconcile();
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'model control not applied; retrying on the next heartbeat');
+      }
+    } while (again && !stopping);
+    reconciling = undefined;
+  })();
+  return reconciling;
+}
+
+// Model control changes arrive on the registry channel at once, and are re-read on every heartbeat.
+sub = store.redis.duplicate();
+sub.on('error', (err: Error) => log.warn({ err: err.message }, 'registry notifications: redis error'));
+sub.on('message', (_ch: string, msg: string) => {
+  if (msg.startsWith('control:')) void scheduleReconcile();
+});
+await sub.subscribe(registry.channel);
+
+// Register as starting (the models it will load become wanted), load everything, then report ready.
+const wanted = [...view.values()].filter((m) => placeable(m)).map((m) => m.name);
+await presence.start(wanted);
+await scheduleReconcile();
+if (!stopping) {
+  await deadLetters.start();
+  state = 'ready';
+  presence.changed();
+  log.info(
+    {
+      models: [...served.values()].filter((s) => s.state === 'ready').map((s) => s.name),
+      failed: [...served.values()].filter((s) => s.state === 'failed').map((s) => s.name),
+      runtime: settings.runtime,
+      devices,
+      id,
+    },
+    'worker ready',
+  );
+}
+
+/**
+ * Graceful drain: report draining (the registry stops counting these lanes),
+ * stop consuming, finish and publish every batch in hand, release the
+ * leases, exit. Batches still running after drainTimeoutMs go back to the
+ * broker when the connection closes.
+ */
+async function shutdown(signal: string, code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  const inFlight = [...served.values()].reduce((n, s) => n + s.inflight, 0);
+  log.info({ signal, inFlight }, 'draining');
+  if (devices.length > 0) {
+    state = 'draining';
+    presence.changed();
+  }
+  await deadLetters.stop();
+  await Promise.all([...served.values()].map((s) => s.stopConsuming()));
+  const drained = await Promise.all([...served.values()].map((s) => s.drained(settings.drainTimeoutMs)));
+  const until = Date.now() + 2_000;
+  while (deadLetters.inflight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  for (const s of served.values()) await s.close();
+  if (devices.length > 0) await presence.release({ id, node: settings.node, kind, devices });
+  else presence.stop();
+  await sub?.quit().catch(() => undefined);
+  await broker.close();
+  await store.close();
+  log.info({ drained: drained.every(Boolean) }, 'stopped');
+  process.exit(code);
+}

@@ -10,14 +10,50 @@ export const WORKER_OPTIONS = {
   },
   deviceId: {
     kind: 'integer',
+    default: -1,
+    doc: 'Device this worker drives; -1 = take free devices by lease (see --devices). An explicit id is leased too, and the worker waits while another live worker holds it.',
+    schema: Type.Integer({ minimum: -1 }),
+  },
+  deviceIds: {
+    kind: 'string',
+    default: '',
+    doc: 'Several explicit devices for one worker, comma-separated (e.g. 0,1); overrides --device-id and --devices.',
+    schema: Type.String({ pattern: '^([0-9]+(,[0-9]+)*)?$' }),
+  },
+  devices: {
+    kind: 'integer',
+    default: 1,
+    doc: 'How many free devices this worker leases when no id is given; it drives all of them.',
+    schema: Type.Integer({ minimum: 1, maximum: 64 }),
+  },
+  deviceCount: {
+    kind: 'integer',
     default: 0,
-    doc: 'Device this worker drives (the CPU counts as device 0).',
+    doc: "Devices of this runtime on the machine that workers share by lease; 0 = detect (ge: ASCEND_RT_VISIBLE_DEVICES, else /dev/davinciN, else the simulator's GEMESH_SIM_DEVICES; ort: one CPU device per core, each CPU worker then gets its share of the cores).",
+    schema: Type.Integer({ minimum: 0, maximum: 4096 }),
+  },
+  node: {
+    kind: 'string',
+    default: 'local',
+    doc: 'Name of the machine whose devices this worker leases: workers on one machine must share it, workers on different machines must not.',
+    schema: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' }),
+  },
+  heartbeatMs: {
+    kind: 'integer',
+    default: 1_000,
+    doc: 'Heartbeat period; the registry entry and the device leases lapse after 3 missed heartbeats.',
+    schema: Type.Integer({ minimum: 100, maximum: 60_000 }),
+  },
+  drainTimeoutMs: {
+    kind: 'integer',
+    default: 30_000,
+    doc: 'On SIGTERM, how long to wait for batches in hand to finish before exiting anyway (their batches are then redelivered).',
     schema: Type.Integer({ minimum: 0 }),
   },
   cpuThreads: {
     kind: 'integer',
     default: 0,
-    doc: 'CPU cores the lanes of this worker share; 0 = all cores of the machine.',
+    doc: "CPU cores the lanes of this worker share; 0 = this worker's share of the machine (cores × devices held / device count).",
     schema: Type.Integer({ minimum: 0 }),
   },
   geOptions: {

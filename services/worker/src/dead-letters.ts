@@ -1,0 +1,121 @@
+import { type Broker, type Channel, type ConsumeMessage, DEFAULT_DELIVERY_LIMIT, type Topology } from '@ge-mesh/broker';
+import { type BatchMessage, decode, type InferRequestMessage, type WireError } from '@ge-mesh/protocol';
+import type { BatchStore } from '@ge-mesh/store';
+import type { Logger } from '@ge-mesh/telemetry';
+import { errorReply } from './execute-batch.js';
+
+/**
+ * Consumes the namespace's dead-letter queue: a batch (or a request) that
+ * the broker dead-lettered after the delivery limit, because every worker
+ * (or batcher) that took it crashed or gave it back. Each request it carried
+ * is answered once with POISON_INPUT, the batch is marked failed in Redis
+ * (which frees its lane slot), and the dead letter is acked: it never goes
+ * round again. Workers share the queue as competing consumers.
+ */
+export class DeadLetters {
+  private ch?: Channel;
+  private tag?: string;
+  inflight = 0;
+
+  constructor(
+    private readonly broker: Broker,
+    private readonly topo: Topology,
+    private readonly store: BatchStore,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const ch = await this.broker.channel(8);
+    this.ch = ch;
+    // Declared as Broker.assertWorkQueue declares them, so the first service up creates them.
+    await ch.assertExchange(this.topo.deadLetterExchange, 'fanout', { durable: true });
+    await ch.assertQueue(this.topo.deadLetterQueue, { durable: true });
+    await ch.bindQueue(this.topo.deadLetterQueue, this.topo.deadLetterExchange, '');
+    this.tag = await this.broker.consume(ch, this.topo.deadLetterQueue, (msg) => void this.onDeadLetter(ch, msg));
+  }
+
+  async stop(): Promise<void> {
+    if (this.ch && this.tag) await this.ch.cancel(this.tag).catch(() => undefined);
+    this.tag = undefined;
+  }
+
+  private async onDeadLetter(ch: Channel, msg: ConsumeMessage): Promise<void> {
+    this.inflight++;
+    const headers = msg.properties.headers ?? {};
+    const queue = String(headers['x-first-death-queue'] ?? '');
+    const reason = String(headers['x-first-death-reason'] ?? 'unknown');
+    try {
+      if (queue.startsWith(`${this.topo.namespace}.batches.`)) await this.failBatch(msg, reason);
+      else if (queue.startsWith(`${this.topo.namespace}.requests.`)) await this.failRequest(msg, reason);
+      else this.log.warn({ queue, reason }, 'dead letter from an unknown queue dropped');
+      ch.ack(msg);
+    } catch (err) {
+      // Only a broker or Redis fault lands here; the dead letter waits for another try.
+      this.log.error({ err, queue }, 'dead letter not answered; returned to its queue');
+      setTimeout(() => {
+        try {
+          ch.nack(msg, false, true);
+        } catch {
+          // Channel gone: the broker requeued it already.
+        }
+      }, 1_000);
+    } finally {
+      this.inflight--;
+    }
+  }
+
+  private error(kind: string, reason: string): WireError {
+    const why =
+      reason === 'delivery_limit'
+        ? `after the delivery limit of ${DEFAULT_DELIVERY_LIMIT} redeliveries: every worker that ran it crashed or gave it back`
+        : `(${reason})`;
+    return { code: 'POISON_INPUT', message: `the ${kind} carrying this request was dead-lettered ${why}` };
+  }
+
+  private async failBatch(msg: ConsumeMessage, reason: string): Promise<void> {
+    let batch: BatchMessage;
+    try {
+      batch = decode<BatchMessage>(msg.content);
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'undecodable dead batch dropped: nobody to answer');
+      return;
+    }
+    const manifest = await this.store.manifest(batch.batchId);
+    if (manifest && (manifest.state === 'done' || manifest.state === 'failed')) return;
+    // The members this batch still answers (another batch may have taken some over).
+    const res = await this.store.startBatch(
+      batch.batchId,
+      batch.members.map((m) => m.id),
+    );
+    const answered = res.kind === 'run' ? res.members : [];
+    const error = this.error('batch', reason);
+    for (const i of answered) {
+      const member = batch.members[i];
+      if (!member) continue;
+      const req = decode<InferRequestMessage>(member.body);
+      const r = errorReply(req, error);
+      await this.broker.send(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
+    }
+    await this.store.failBatch(batch.batchId, batch.model);
+    this.log.error(
+      { batchId: batch.batchId, model: batch.model, reason, requests: answered.length },
+      'dead-lettered batch: its requests were answered with POISON_INPUT',
+    );
+  }
+
+  private async failRequest(msg: ConsumeMessage, reason: string): Promise<void> {
+    let req: InferRequestMessage;
+    try {
+      req = decode<InferRequestMessage>(msg.content);
+      if (typeof req.replyTo !== 'string' || typeof req.id !== 'string') throw new Error('not a request');
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'undecodable dead request dropped: nobody to answer');
+      return;
+    }
+    // Marks it answered so a copy still on its way is dropped; false: a batch carries it or it was answered.
+    if (!(await this.store.expireRequest(req.id, 'poison'))) return;
+    const r = errorReply(req, this.error('request', reason));
+    await this.broker.send(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
+    this.log.error({ id: req.id, model: req.model, reason }, 'dead-lettered request answered with POISON_INPUT');
+  }
+}

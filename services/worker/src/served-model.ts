@@ -1,0 +1,244 @@
+import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
+import type { RepositoryModel } from '@ge-mesh/model-repository';
+import { type BatchMessage, decode } from '@ge-mesh/protocol';
+import type { EngineModelSpec } from '@ge-mesh/runtime';
+import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
+import type { Logger } from '@ge-mesh/telemetry';
+import { type BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
+import type { Placement } from './lane-plan.js';
+import { LanePool } from './lane-pool.js';
+import { TEST_LOAD_DELAY_MS } from './test-faults.js';
+import { warmupBatch, warmupFailure, warmupSamples } from './warmup.js';
+
+export interface ServedModelDeps {
+  readonly broker: Broker;
+  readonly topo: Topology;
+  readonly claims: BatchClaims;
+  readonly log: Logger;
+  readonly runtime: string;
+  readonly runtimeOptions: Readonly<Record<string, string>>;
+  /** Called when the model's state changes (the registry is told at once). */
+  readonly onChange: () => void;
+  /** Called when a consumer channel closes under the model while it is served. */
+  readonly onChannelLost: (model: string) => void;
+}
+
+interface DeviceConsumer {
+  readonly device: number;
+  readonly ch: Channel;
+  tag?: string;
+}
+
+/**
+ * One model on this worker: its lanes on every device that loads it (a
+ * LanePool per device and version), warmed up before it is ready, and one
+ * consumer per device on the model's shared batch queue with prefetch =
+ * that device's lanes. RabbitMQ hands a batch only to a consumer with free
+ * credit, so batches go to idle lanes across every device of every worker
+ * (least-loaded pull), and a slow or stuck device gets nothing beyond its
+ * lanes.
+ */
+export class ServedModel {
+  state: WorkerModelState = 'loading';
+  error?: string;
+  inflight = 0;
+  batches = 0;
+  private readonly pools = new Map<number, Map<string, LanePool>>();
+  private readonly consumers: DeviceConsumer[] = [];
+  private idle: Array<() => void> = [];
+  private closing = false;
+
+  constructor(
+    readonly model: RepositoryModel,
+    readonly placement: Placement,
+    readonly threads: number,
+    public generation: number,
+    private readonly deps: ServedModelDeps,
+  ) {}
+
+  /** A model that cannot be placed (bad device parameters): reported failed, never loaded. */
+  static failed(model: RepositoryModel, generation: number, error: string, deps: ServedModelDeps): ServedModel {
+    const s = new ServedModel(model, { devices: [], lanesPerDevice: 0 }, 0, generation, deps);
+    s.state = 'failed';
+    s.error = error;
+    deps.log.error({ model: model.name, err: error }, 'model failed to load');
+    return s;
+  }
+
+  get name(): string {
+    return this.model.name;
+  }
+
+  get lanes(): number {
+    return this.placement.devices.length * this.placement.lanesPerDevice * this.model.versions.length;
+  }
+
+  private laneSpecs(device: number, version: RepositoryModel['versions'][number]): EngineModelSpec[] {
+    const m = this.model;
+    return Array.from({ length: this.placement.lanesPerDevice }, (_, stream) => ({
+      name: m.name,
+      version: version.version,
+      modelPath: version.modelPath,
+      inputs: m.config.input,
+      outputs: m.config.output,
+      tiers: m.config.tiers,
+      batched: m.config.maxBatchSize > 0,
+      parameters: Object.fromEntries(m.config.parameters),
+      threads: this.threads,
+      stream,
+      deviceId: device,
+      runtime: this.deps.runtime,
+      runtimeOptions: this.deps.runtimeOptions,
+    }));
+  }
+
+  /** Start every lane, warm every tier on every lane, then consume. Never throws: failure is state 'failed'. */
+  async load(): Promise<void> {
+    const { log } = this.deps;
+    const started = Date.now();
+    try {
+      if (TEST_LOAD_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LOAD_DELAY_MS));
+      const samples = await warmupSamples(this.model);
+      for (const device of this.placement.devices) {
+        const byVersion = new Map<string, LanePool>();
+        this.pools.set(device, byVersion);
+        for (const v of this.model.versions) {
+          const pool = await LanePool.start(this.laneSpecs(device, v), log);
+          byVersion.set(v.version, pool);
+          const results = await pool.runOnEveryLane(samples.map((s) => warmupBatch(this.model, v.version, s)));
+          const failure = warmupFailure(results.flat().map((r) => r.body));
+          if (failure) throw new Error(`warmup failed on device ${device}: ${failure}`);
+        }
+      }
+      for (const device of this.placement.devices) await this.consume(device);
+      this.state = 'ready';
+      log.info(
+        {
+          model: this.name,
+          versions: this.model.versions.map((v) => v.version),
+          devices: this.placement.devices,
+          lanesPerDevice: this.placement.lanesPerDevice,
+          threadsPerLane: this.threads,
+          tiers: this.model.config.tiers,
+          warmupSamples: samples.length,
+          ms: Date.now() - started,
+        },
+        'serving',
+      );
+    } catch (err) {
+      this.state = 'failed';
+      this.error = (err as Error).message;
+      log.error({ model: this.name, err: this.error }, 'model failed to load');
+      await this.close();
+    }
+    this.deps.onChange();
+  }
+
+  private async consume(device: number): Promise<void> {
+    const { broker, topo } = this.deps;
+    const lanes = this.placement.lanesPerDevice * this.model.versions.length;
+    const ch = await broker.channel(lanes);
+    const c: DeviceConsumer = { device, ch };
+    this.consumers.push(c);
+    ch.on('close', () => {
+      if (!this.closing && this.state === 'ready') this.deps.onChannelLost(this.name);
+    });
+    const queue = topo.batches(this.name);
+    await broker.assertWorkQueue(ch, queue);
+    c.tag = await broker.consume(ch, queue, (msg) => void this.onBatch(device, ch, msg));
+  }
+
+  private async onBatch(device: number, ch: Channel, msg: ConsumeMessage): Promise<void> {
+    const { broker, claims, log } = this.deps;
+    this.inflight++;
+    try {
+      const batch = decode<BatchMessage>(msg.content);
+      const pool = this.pools.get(device)?.get(batch.version);
+      if (!pool) throw new Error(`version ${batch.version} of '${this.name}' is not served here`);
+      // Only the members this batch still answers (null: none, e.g. it was answered before a redelivery).
+      const body = await claims.start(batch, msg.content);
+      if (body) {
+        if (TEST_LANE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS));
+        const replies = await pool.run(body);
+        await Promise.all(
+          replies.map((r) =>
+            broker.send(r.replyTo, Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), {
+              correlationId: r.correlationId,
+            }),
+          ),
+        );
+      }
+      await claims.finish(batch);
+      ch.ack(msg);
+      this.batches++;
+    } catch (err) {
+      log.error({ err, model: this.name, device }, 'batch failed; returned for redelivery');
+      try {
+        ch.nack(msg, false, true);
+      } catch {
+        // The channel is gone: the broker requeued the delivery already.
+      }
+    } finally {
+      this.inflight--;
+      if (this.inflight === 0) for (const wake of this.idle.splice(0)) wake();
+    }
+  }
+
+  /** Stop taking batches (basic.cancel); deliveries in hand still run. */
+  async stopConsuming(): Promise<void> {
+    await Promise.all(
+      this.consumers.map(async (c) => {
+        if (c.tag) await c.ch.cancel(c.tag).catch(() => undefined);
+        c.tag = undefined;
+      }),
+    );
+  }
+
+  /** Resolves when no batch is in hand, or after `timeoutMs`; true if drained. */
+  drained(timeoutMs: number): Promise<boolean> {
+    if (this.inflight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), timeoutMs);
+      this.idle.push(() => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Stop consuming, finish the batches in hand, close the lanes. */
+  async unload(timeoutMs: number): Promise<void> {
+    this.state = 'unloading';
+    this.deps.onChange();
+    await this.stopConsuming();
+    if (!(await this.drained(timeoutMs))) {
+      this.deps.log.warn({ model: this.name, inflight: this.inflight }, 'unload: batches still running are returned');
+    }
+    await this.close();
+  }
+
+  /** Close the consumer channels (unacked deliveries go back to the queue) and the lanes. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const c of this.consumers.splice(0)) await c.ch.close().catch(() => undefined);
+    for (const byVersion of this.pools.values()) for (const p of byVersion.values()) await p.close();
+    this.pools.clear();
+  }
+
+  info(): WorkerModelInfo {
+    return {
+      model: this.name,
+      versions: this.model.versions.map((v) => v.version),
+      state: this.state,
+      generation: this.generation,
+      devices: [...this.placement.devices],
+      lanesPerDevice: this.placement.lanesPerDevice,
+      lanes: this.lanes,
+      tiers: [...this.model.config.tiers],
+      threadsPerLane: this.deps.runtime === 'ort' ? this.threads : 0,
+      inflight: this.inflight,
+      batches: this.batches,
+      ...(this.error ? { error: this.error } : {}),
+    };
+  }
+}

@@ -1,0 +1,178 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { RepositoryModel } from '@ge-mesh/model-repository';
+import {
+  type BatchMessage,
+  type DataType,
+  dataTypeFromConfig,
+  decode,
+  elementCount,
+  elementSize,
+  encode,
+  type InferRequestMessage,
+  type InferResponseMessage,
+  PROTOCOL_VERSION,
+  type WireTensor,
+} from '@ge-mesh/protocol';
+
+/**
+ * Warmup before a worker reports a model ready: every lane runs every tier
+ * once with zeros (so each static graph is compiled, loaded and touched), then
+ * the samples of Triton's `model_warmup`, each `count` times (default 1):
+ * `zero_data`, `random_data` (uniform [0, 1) for floats, 0 or 1 for integers
+ * and BOOL) or `input_data_file` (one sample's raw bytes, read from the
+ * model's `warmup/` folder as Triton does, repeated for `batch_size` rows).
+ * Samples go through the same assembly, run and slicing path as requests.
+ */
+export interface WarmupSample {
+  readonly name: string;
+  readonly rows: number;
+  readonly inputs: WireTensor[];
+}
+
+export class WarmupError extends Error {}
+
+interface RawWarmupInput {
+  data_type?: string;
+  dims?: number[];
+  zero_data?: boolean;
+  random_data?: boolean;
+  input_data_file?: string;
+}
+interface RawWarmup {
+  name?: string;
+  batch_size?: number;
+  inputs?: Record<string, RawWarmupInput>;
+  count?: number;
+}
+
+function fill(dt: DataType, n: number, how: 'zero' | 'random'): Uint8Array {
+  const bytes = new Uint8Array(n * elementSize(dt));
+  if (how === 'zero') return bytes;
+  const view = new DataView(bytes.buffer);
+  const size = elementSize(dt);
+  for (let i = 0; i < n; i++) {
+    if (dt === 'FP32') view.setFloat32(i * 4, Math.random(), true);
+    else if (dt === 'FP64') view.setFloat64(i * 8, Math.random(), true);
+    // FP16/BF16: halves of small values are not worth encoding for a warmup; 0 or 1 bit patterns of the low byte.
+    else bytes[i * size] = Math.random() < 0.5 ? 0 : 1;
+  }
+  return bytes;
+}
+
+function tensor(name: string, dt: DataType, shape: number[], data: Uint8Array): WireTensor {
+  return { name, datatype: dt, shape, data };
+}
+
+/** Every tier once, with zeros; none when an input has a variable dim or variable-size elements. */
+function tierSamples(model: RepositoryModel): WarmupSample[] {
+  const c = model.config;
+  if (c.input.some((i) => i.dims.some((d) => d < 0) || elementSize(i.dataType) === 0)) return [];
+  const batched = c.maxBatchSize > 0;
+  return c.tiers.map((tier) => {
+    const rows = batched ? tier : 1;
+    return {
+      name: `tier ${tier}`,
+      rows,
+      inputs: c.input.map((i) => {
+        const shape = batched ? [rows, ...i.dims] : [...i.dims];
+        return tensor(i.name, i.dataType, shape, fill(i.dataType, elementCount(shape), 'zero'));
+      }),
+    };
+  });
+}
+
+async function configuredSamples(model: RepositoryModel): Promise<WarmupSample[]> {
+  const c = model.config;
+  const raw = (c.raw.model_warmup ?? []) as RawWarmup[];
+  const batched = c.maxBatchSize > 0;
+  const largest = c.tiers[c.tiers.length - 1] ?? 1;
+  const out: WarmupSample[] = [];
+  for (const [k, w] of raw.entries()) {
+    const name = w.name || `model_warmup[${k}]`;
+    const rows = batched ? Math.max(1, w.batch_size ?? 1) : 1;
+    if (rows > largest) {
+      throw new WarmupError(`model_warmup '${name}': batch_size ${rows} is above the largest tier ${largest}`);
+    }
+    const inputs: WireTensor[] = [];
+    for (const [inputName, spec] of Object.entries(w.inputs ?? {})) {
+      const dt = dataTypeFromConfig(spec.data_type ?? '');
+      if (!dt || elementSize(dt) === 0) {
+        throw new WarmupError(
+          `model_warmup '${name}': input '${inputName}' has an unsupported data_type '${spec.data_type}'`,
+        );
+      }
+      const dims = (spec.dims ?? []).map(Number);
+      const perSample = elementCount(dims);
+      let sample: Uint8Array;
+      if (spec.input_data_file) {
+        const file = join(model.dir, 'warmup', spec.input_data_file);
+        try {
+          sample = new Uint8Array(await readFile(file));
+        } catch (err) {
+          throw new WarmupError(
+            `model_warmup '${name}': cannot read ${spec.input_data_file}: ${(err as Error).message}`,
+          );
+        }
+        if (sample.byteLength !== perSample * elementSize(dt)) {
+          throw new WarmupError(
+            `model_warmup '${name}': ${spec.input_data_file} has ${sample.byteLength} bytes, input '${inputName}' needs ${perSample * elementSize(dt)}`,
+          );
+        }
+      } else {
+        sample = fill(dt, perSample, spec.random_data ? 'random' : 'zero');
+      }
+      const data = new Uint8Array(sample.byteLength * rows);
+      for (let r = 0; r < rows; r++) data.set(sample, r * sample.byteLength);
+      inputs.push(tensor(inputName, dt, batched ? [rows, ...dims] : dims, data));
+    }
+    for (let i = 0; i < Math.max(1, w.count ?? 1); i++) out.push({ name, rows, inputs });
+  }
+  return out;
+}
+
+/** The warmup samples of a model: every tier, then its model_warmup entries. */
+export async function warmupSamples(model: RepositoryModel): Promise<WarmupSample[]> {
+  return [...tierSamples(model), ...(await configuredSamples(model))];
+}
+
+/** A sample as the one-member batch a lane runs. */
+export function warmupBatch(model: RepositoryModel, version: string, sample: WarmupSample): Uint8Array {
+  const now = Date.now();
+  const req: InferRequestMessage = {
+    v: PROTOCOL_VERSION,
+    id: `warmup-${sample.name}`,
+    model: model.name,
+    version,
+    inputs: sample.inputs,
+    outputs: [],
+    batch: sample.rows,
+    priority: 0,
+    timeoutUs: 0,
+    deadline: now + 24 * 3600_000,
+    acceptedAt: now,
+    replyTo: '',
+    correlationId: '',
+  };
+  const tier = model.config.tiers.find((t) => t >= sample.rows) ?? sample.rows;
+  const batch: BatchMessage = {
+    v: PROTOCOL_VERSION,
+    batchId: req.id,
+    model: model.name,
+    version,
+    tier,
+    rows: sample.rows,
+    members: [{ id: req.id, rows: sample.rows, body: encode(req) }],
+    formedAt: now,
+  };
+  return encode(batch);
+}
+
+/** The first error a warmup run answered with, or null. */
+export function warmupFailure(replyBodies: readonly Uint8Array[]): string | null {
+  for (const b of replyBodies) {
+    const res = decode<InferResponseMessage>(b);
+    if (res.error) return `${res.error.code}: ${res.error.message}`;
+  }
+  return null;
+}
