@@ -1,5 +1,5 @@
 import type { Broker, Channel } from '@ge-mesh/broker';
-import type { BatchStore } from '@ge-mesh/store';
+import { type BatchStore, WorkerRegistry } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 
 const POLL_MS = 1_000;
@@ -9,10 +9,11 @@ const POLL_NO_LANES_MS = 250;
  * How many worker lanes serve a model now, and how many of the model's
  * batches are in flight (formed and not yet finished by a worker).
  *
- * Lanes: each worker consumes a model's batch queue once, with a prefetch of
- * its lane count, which both sides derive from the model config
- * (instance_group counts × served versions); so live lanes = the queue's
- * consumer count × lanes per worker. It is polled, and a change is
+ * Lanes: the ready lanes that live workers register for the model (worker
+ * registry in Redis; a worker consumes the batch queue once per device with a
+ * prefetch of that device's lanes); before any worker registered, the
+ * queue's consumer count × lanes per worker from the model config
+ * (instance_group counts × served versions). It is polled, and a change is
  * reported. In-flight batches live in Redis (create-batch adds, the
  * worker's finish-batch removes and publishes on the model's lanes channel,
  * which wakes this batcher at once).
@@ -23,6 +24,7 @@ export class LaneSlots {
   private timer?: NodeJS.Timeout;
   private sub?: BatchStore['redis'];
   private stopped = false;
+  private readonly registry: WorkerRegistry;
 
   constructor(
     private readonly broker: Broker,
@@ -33,7 +35,9 @@ export class LaneSlots {
     private readonly log: Logger,
     /** Called when a lane frees up or the lane count changes. */
     private readonly onChange: () => void,
-  ) {}
+  ) {
+    this.registry = new WorkerRegistry(store.redis, store.namespace);
+  }
 
   async start(): Promise<void> {
     this.sub = this.store.redis.duplicate();
@@ -61,7 +65,10 @@ export class LaneSlots {
         this.ch = ch;
       }
       const { consumerCount } = await this.ch.checkQueue(this.batchQueue);
-      const lanes = consumerCount * this.lanesPerWorker;
+      // Lanes ready for the model on live workers (the worker registry); a worker's lane count
+      // depends on its devices and the model's placement. No consumer left: no lane, at once.
+      const registered = consumerCount > 0 ? await this.registry.liveLanes(this.model) : 0;
+      const lanes = registered > 0 ? registered : consumerCount * this.lanesPerWorker;
       if (lanes !== this.lanes) {
         this.log.info({ model: this.model, lanes, workers: consumerCount }, 'live lanes');
         this.lanes = lanes;
