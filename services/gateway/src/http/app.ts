@@ -74,6 +74,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: deps.maxBodyBytes,
+    // While closing, requests still get our answers (isReady() is false then), not Fastify's own 503 body.
+    return503OnClosing: false,
     // Model names may be long; Fastify's default cap is 100 characters.
     routerOptions: { maxParamLength: 1024 },
     // Malformed URLs (bad percent-encoding, over-long segments) get Triton's error body too.
