@@ -1,18 +1,20 @@
 import { Broker, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
-import { BatchStore } from '@ge-mesh/store';
+import { BatchStore, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
 import { InferenceMetrics, type MetricsServer, serveMetrics } from '@ge-mesh/telemetry/metrics';
 import { Admission } from './admission.js';
 import { AmqpIngress } from './amqp/ingress.js';
 import { AuthConfigError, Authorizer } from './auth.js';
 import { buildApp } from './http/app.js';
+import { registerRepositoryRoutes } from './http/repository-routes.js';
 import { InferService } from './infer-service.js';
 import { Inference } from './inference.js';
-import { type ModelStates, RepositoryModelStates } from './model-states.js';
+import type { ModelStates } from './model-states.js';
 import { ReplyRouter } from './reply-router.js';
 import { loadGatewaySettings } from './settings.js';
 import { InferenceStats } from './stats/inference-stats.js';
+import { WorkerModelStates } from './worker-model-states.js';
 
 const settings = loadGatewaySettings();
 const log = createLogger('gateway', settings.logLevel);
@@ -20,9 +22,14 @@ const topo = topology(settings.namespace);
 
 const repository = await loadRepository(settings.modelRepository);
 for (const [name, err] of repository.errors) log.error({ model: name, err: err.message }, 'model not loaded');
-// Model readiness: today every model the repository loaded is ready. A provider
-// that follows workers and load/unload implements the same interface.
-const states: ModelStates = new RepositoryModelStates(repository);
+// Model readiness follows the worker registry: a model is ready while a live worker serves it.
+const registryStore = BatchStore.connect(settings.redisUrl, settings.namespace);
+const workerStates = await WorkerModelStates.start(
+  repository,
+  new WorkerRegistry(registryStore.redis, settings.namespace),
+  log,
+);
+const states: ModelStates = workerStates;
 
 let auth: Authorizer;
 try {
@@ -35,7 +42,10 @@ try {
 if (!auth.enabled) log.warn('no API key configured: every endpoint is open (set --api-keys or --api-keys-file)');
 
 const metrics = settings.allowMetrics ? new InferenceMetrics({ processMetricsPrefix: 'gemesh_gateway_' }) : undefined;
-for (const name of states.names()) for (const v of states.readyVersions(name)) metrics?.addModel(name, v);
+const addMetrics = (name: string) => {
+  for (const v of states.model(name)?.versions ?? []) metrics?.addModel(name, v.version);
+};
+for (const name of states.names()) addMetrics(name);
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `gateway-${process.pid}`);
 const setup = await broker.channel();
@@ -75,6 +85,19 @@ const ingress = settings.amqpIngress
 await ingress?.start();
 
 const app = buildApp({ states, inference, auth, ...limits, isReady, log, metrics });
+registerRepositoryRoutes(app, {
+  states: workerStates,
+  auth,
+  repositoryDir: settings.modelRepository,
+  maxBodyBytes: settings.maxBodyBytes,
+  prepareModel: async (model) => {
+    const ch = await broker.channel();
+    await broker.assertWorkQueue(ch, topo.requests(model.name));
+    await ch.close();
+    addMetrics(model.name);
+  },
+  log,
+});
 const address = await app.listen({ host: settings.host, port: settings.httpPort });
 log.info(
   {
@@ -96,6 +119,8 @@ async function shutdown(signal: string): Promise<void> {
   await metricsServer?.close();
   await broker.close();
   await admission.close();
+  await workerStates.close();
+  await registryStore.close();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,0 +1,206 @@
+import { relative } from 'node:path';
+import type { ConfigError, Repository, RepositoryModel } from '@ge-mesh/model-repository';
+import type { ModelControl, WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
+import type { Logger } from '@ge-mesh/telemetry';
+import type { ModelIndexEntry, ModelReadyState, ModelStates } from './model-states.js';
+
+/** How often the registry is re-read besides its change notifications (a dead worker sends none). */
+const REFRESH_MS = 500;
+
+interface Snapshot {
+  readonly workers: readonly WorkerInfo[];
+  readonly controls: ReadonlyMap<string, ModelControl>;
+}
+
+/**
+ * Model readiness from the worker registry: a version is READY only while
+ * a live worker that is not draining has it loaded and warmed up. The
+ * repository API's requests show through the model control: LOADING from
+ * the load request until a worker reports the model ready, UNLOADING while
+ * a worker still holds an unloaded model, then UNAVAILABLE ("unloaded").
+ *
+ * Answers are synchronous, from a snapshot of the registry refreshed on
+ * every registry notification and every REFRESH_MS, so a worker that dies
+ * without a word stops counting within its heartbeat TTL plus REFRESH_MS.
+ */
+export class WorkerModelStates implements ModelStates {
+  private snapshot: Snapshot = { workers: [], controls: new Map() };
+  private readonly models: Map<string, RepositoryModel>;
+  private readonly errors: Map<string, ConfigError>;
+  private timer?: NodeJS.Timeout;
+  private sub?: WorkerRegistry['redis'];
+  private refreshing?: Promise<void>;
+  private again = false;
+  private waiters: Array<() => void> = [];
+
+  private constructor(
+    private readonly repository: Repository,
+    readonly registry: WorkerRegistry,
+    private readonly log?: Logger,
+  ) {
+    this.models = new Map(repository.models);
+    this.errors = new Map(repository.errors);
+  }
+
+  static async start(repository: Repository, registry: WorkerRegistry, log?: Logger): Promise<WorkerModelStates> {
+    const s = new WorkerModelStates(repository, registry, log);
+    await s.refresh();
+    const sub = registry.redis.duplicate();
+    s.sub = sub;
+    sub.on('error', (err: Error) => log?.warn({ err: err.message }, 'registry notifications: redis error'));
+    sub.on('message', () => void s.refresh());
+    await sub.subscribe(registry.channel);
+    s.timer = setInterval(() => void s.refresh(), REFRESH_MS);
+    return s;
+  }
+
+  /** Re-read the registry now (coalesced with a read in progress). */
+  refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.again = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.again = false;
+        try {
+          const [workers, controls] = await Promise.all([this.registry.liveWorkers(), this.registry.controls()]);
+          this.snapshot = { workers, controls };
+          for (const wake of this.waiters.splice(0)) wake();
+        } catch (err) {
+          this.log?.warn({ err: (err as Error).message }, 'worker registry not read; keeping the last view');
+        }
+      } while (this.again);
+      this.refreshing = undefined;
+    })();
+    return this.refreshing;
+  }
+
+  /** Resolves true once `done()` holds after a refresh, false after `timeoutMs`. */
+  async until(done: () => boolean, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done()) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.min(left, REFRESH_MS * 2));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    return true;
+  }
+
+  get workers(): readonly WorkerInfo[] {
+    return this.snapshot.workers;
+  }
+
+  control(name: string): ModelControl | undefined {
+    return this.snapshot.controls.get(name);
+  }
+
+  /** A model read again from the repository (the load API): its config replaces the one known. */
+  setModel(model: RepositoryModel): void {
+    this.models.set(model.name, model);
+    this.errors.delete(model.name);
+  }
+
+  model(name: string): RepositoryModel | undefined {
+    return this.models.get(name);
+  }
+
+  names(): string[] {
+    return [...this.models.keys()].sort();
+  }
+
+  /** The state of a version, and why it is not ready. */
+  private stateOf(name: string, version: string): { state: ModelReadyState; reason?: string } {
+    const ctl = this.snapshot.controls.get(name);
+    const held = this.snapshot.workers.flatMap((w) =>
+      w.models.filter((m) => m.model === name && m.versions.includes(version)).map((m) => ({ w, m })),
+    );
+    if (ctl?.action === 'unload')
+      return held.length > 0 ? { state: 'UNLOADING' } : { state: 'UNAVAILABLE', reason: 'unloaded' };
+    if (held.some(({ w, m }) => m.state === 'ready' && w.state !== 'draining')) return { state: 'READY' };
+    if (held.some(({ m }) => m.state === 'loading')) return { state: 'LOADING' };
+    // A load request no worker has answered yet, while some live worker may load the model.
+    if (ctl && ctl.generation > 0 && this.eligible(name).some((w) => !this.answered(w, name, ctl.generation))) {
+      return { state: 'LOADING' };
+    }
+    if (held.some(({ m }) => m.state === 'unloading')) return { state: 'UNLOADING' };
+    const failed = held.find(({ m }) => m.state === 'failed');
+    if (failed) return { state: 'UNAVAILABLE', reason: failed.m.error ?? 'failed to load' };
+    return { state: 'UNAVAILABLE', reason: 'no live worker serves this model' };
+  }
+
+  /** Live workers, not draining, that may load the model. */
+  eligible(name: string): WorkerInfo[] {
+    return this.snapshot.workers.filter(
+      (w) => w.state !== 'draining' && (w.eligible === '*' || w.eligible.includes(name)),
+    );
+  }
+
+  /** Whether a worker answered load generation `gen` of a model (ready or failed). */
+  answered(w: WorkerInfo, name: string, gen: number): boolean {
+    return w.models.some(
+      (m) => m.model === name && m.generation >= gen && (m.state === 'ready' || m.state === 'failed'),
+    );
+  }
+
+  versionState(name: string, version: string): ModelReadyState | undefined {
+    const m = this.models.get(name);
+    if (!m?.versions.some((v) => v.version === version)) return undefined;
+    return this.stateOf(name, version).state;
+  }
+
+  readyVersions(name: string): string[] {
+    const m = this.models.get(name);
+    if (!m) return [];
+    return m.versions
+      .map((v) => v.version)
+      .filter((v) => this.stateOf(name, v).state === 'READY')
+      .sort((a, b) => Number(b) - Number(a));
+  }
+
+  /** Every model the mesh wants loaded (served at start, or loaded through the API) has a ready version. */
+  allReady(): boolean {
+    for (const [name, ctl] of this.snapshot.controls) {
+      if (ctl.action === 'load' && this.models.has(name) && this.readyVersions(name).length === 0) return false;
+    }
+    return true;
+  }
+
+  index(readyOnly: boolean): ModelIndexEntry[] {
+    const rows: ModelIndexEntry[] = [];
+    for (const name of [...new Set([...this.models.keys(), ...this.errors.keys()])].sort()) {
+      const m = this.models.get(name);
+      if (m) {
+        const versions = m.versions.map((v) => v.version).sort((a, b) => Number(a) - Number(b));
+        for (const version of versions) {
+          const s = this.stateOf(name, version);
+          if (readyOnly && s.state !== 'READY') continue;
+          rows.push({ name, version, state: s.state, ...(s.reason ? { reason: s.reason } : {}) });
+        }
+        continue;
+      }
+      if (readyOnly) continue;
+      const err = this.errors.get(name);
+      rows.push({ name, state: 'UNAVAILABLE', ...(err ? { reason: this.reasonOf(err) } : {}) });
+    }
+    return rows;
+  }
+
+  // `<file>:<line>:<col>: <detail>` with the file relative to the repository.
+  private reasonOf(err: ConfigError): string {
+    const file = relative(this.repository.dir, err.file);
+    const at = err.line !== undefined ? `:${err.line}:${err.column}` : '';
+    return `${file}${at}: ${err.detail}`;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.sub?.quit().catch(() => undefined);
+  }
+}
