@@ -106,7 +106,15 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     assert.deepEqual(json(meta), {
       name: 'ge-mesh',
       version: '0.1.0',
-      extensions: ['classification', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics'],
+      extensions: [
+        'classification',
+        'model_repository',
+        'model_repository(unload_dependents)',
+        'model_configuration',
+        'binary_tensor_data',
+        'parameters',
+        'statistics',
+      ],
     });
     expectError(await call('GET', '/v2/nothing'), 404, 'Not Found');
     expectError(await call('PUT', '/v2'), 405, 'Method Not Allowed');
