@@ -15,7 +15,11 @@ const cpuSeconds = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return (Number(f[11]) + Number(f[12])) / 100;
 };
-const mesh = await startTestMesh({ workers: 1, logLevel: 'warn', flags: { worker: ['--models', model], batcher: ['--models', model] } });
+const mesh = await startTestMesh({
+  workers: 1,
+  logLevel: 'warn',
+  flags: { worker: ['--models', model], batcher: ['--models', model] },
+});
 try {
   const m = demoModel(model);
   const bodies = Array.from({ length: 16 }, (_, i) => jsonInferBody(sampleInputs(m, 1, i)));
@@ -26,15 +30,24 @@ try {
     concurrency: Number(conc),
     durationMs: Number(secs) * 1000,
     send: async (_l, seq) => {
-      const res = await pool.request({ path: `/v2/models/${model}/infer`, method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[seq % bodies.length] });
+      const res = await pool.request({
+        path: `/v2/models/${model}/infer`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: bodies[seq % bodies.length],
+      });
       await res.body.arrayBuffer();
       return res.statusCode === 200;
     },
   });
   const after = mesh.services.map((s) => cpuSeconds(s.child.pid ?? 0));
   const self = process.cpuUsage(selfBefore);
-  console.log(`${model} c=${conc}: ${r.inferPerSec.toFixed(0)} infer/s p50 ${(r.p50Us / 1000).toFixed(2)} ms p99 ${(r.p99Us / 1000).toFixed(2)} ms errors ${r.errors}`);
-  mesh.services.forEach((s, i) => console.log(`  ${s.name}: ${(((after[i] ?? 0) - (before[i] ?? 0)) / Number(secs)).toFixed(2)} cores`));
+  console.log(
+    `${model} c=${conc}: ${r.inferPerSec.toFixed(0)} infer/s p50 ${(r.p50Us / 1000).toFixed(2)} ms p99 ${(r.p99Us / 1000).toFixed(2)} ms errors ${r.errors}`,
+  );
+  for (const [i, s] of mesh.services.entries()) {
+    console.log(`  ${s.name}: ${(((after[i] ?? 0) - (before[i] ?? 0)) / Number(secs)).toFixed(2)} cores`);
+  }
   console.log(`  load generator: ${((self.user + self.system) / 1e6 / Number(secs)).toFixed(2)} cores`);
   await pool.close();
 } finally {

@@ -1,0 +1,123 @@
+/**
+ * The baseline a user would otherwise write: one HTTP server process that
+ * runs each KServe v2 request on its own, in-process, with no batching and no
+ * broker (the same request codec as the gateway, so only the architecture
+ * differs). `--runtime ge` runs the model through the native GE bridge (the
+ * simulator in timing mode in the benchmark) instead of onnxruntime.
+ *
+ *   node --import tsx test/bench/naive-server.ts --repo DIR --model tiny --port 18100 [--runtime ort|ge]
+ */
+import { createServer } from 'node:http';
+import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
+import { loadModel } from '@ge-mesh/model-repository';
+import { elementCount } from '@ge-mesh/protocol';
+import type { Engine, EngineTensor } from '@ge-mesh/runtime';
+import { createOrtEngine } from '@ge-mesh/runtime-ort';
+import {
+  encodeInferResponse,
+  errorBody,
+  errorStatus,
+  parseInferBody,
+  validateInfer,
+} from '../../services/gateway/src/infer/index.js';
+
+const { values } = parseArgs({
+  options: {
+    repo: { type: 'string' },
+    model: { type: 'string' },
+    port: { type: 'string', default: '18100' },
+    runtime: { type: 'string', default: 'ort' },
+  },
+});
+const model = await loadModel(values.repo ?? 'infra/model_repository', values.model ?? 'tiny');
+const version = model.versions[0];
+if (!version) throw new Error('no version');
+const batched = model.config.maxBatchSize > 0;
+// Sessions for every batch size a request may have (1..max): no padding, no batching.
+const tiers = batched ? Array.from({ length: model.config.maxBatchSize }, (_, i) => i + 1) : [1];
+const spec = {
+  name: model.name,
+  version: version.version,
+  modelPath: version.modelPath,
+  inputs: model.config.input,
+  outputs: model.config.output,
+  tiers,
+  batched,
+  parameters: Object.fromEntries(model.config.parameters),
+  threads: availableParallelism(),
+  stream: 0,
+  deviceId: 0,
+};
+let engine: Engine;
+if (values.runtime === 'ge') {
+  const { createGeEngine } = await import('@ge-mesh/runtime-ge');
+  engine = await createGeEngine(spec);
+} else {
+  engine = await createOrtEngine(spec);
+}
+
+const metadata = JSON.stringify({
+  name: model.name,
+  versions: [version.version],
+  platform: model.config.platform,
+  inputs: model.config.input.map((t) => ({
+    name: t.name,
+    datatype: t.dataType,
+    shape: [...(batched ? [-1] : []), ...t.dims],
+  })),
+  outputs: model.config.output.map((t) => ({
+    name: t.name,
+    datatype: t.dataType,
+    shape: [...(batched ? [-1] : []), ...t.dims],
+  })),
+});
+
+const server = createServer((req, res) => {
+  if (req.method === 'GET') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(metadata);
+    return;
+  }
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', async () => {
+    try {
+      const header = req.headers['inference-header-content-length'];
+      const parsed = parseInferBody(
+        Buffer.concat(chunks),
+        header === undefined ? undefined : Number(header),
+        model.name,
+      );
+      const v = validateInfer(parsed, model.config);
+      const inputs = new Map<string, EngineTensor>(v.inputs.map((t) => [t.name, { data: t.data, shape: t.shape }]));
+      const out = await engine.run(batched ? v.batch : 1, inputs);
+      const outputs = model.config.output.map((o) => {
+        const t = out.get(o.name);
+        if (!t) throw new Error(`no output ${o.name}`);
+        return {
+          name: o.name,
+          datatype: o.dataType,
+          shape: [...t.shape],
+          data: t.data.slice(0, elementCount(t.shape) * 4),
+        };
+      });
+      const enc = encodeInferResponse(
+        { model: model.name, version: version.version, outputs },
+        v.outputs,
+        v.binaryDataOutput,
+      );
+      res.writeHead(200, {
+        'content-type': enc.contentType,
+        ...(enc.headerLength !== undefined ? { 'inference-header-content-length': String(enc.headerLength) } : {}),
+      });
+      res.end(enc.body);
+    } catch (err) {
+      res.writeHead(errorStatus(err), { 'content-type': 'application/json' });
+      res.end(errorBody(err));
+    }
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(Number(values.port), '127.0.0.1', () => process.stdout.write(`naive server ready on ${values.port}\n`));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
