@@ -153,6 +153,8 @@ export class ServedModel {
     this.inflight++;
     try {
       const batch = decode<BatchMessage>(msg.content);
+      // Its previous holder died or gave it back before acking it (a crash, a drain timeout).
+      if (msg.fields.redelivered) log.info({ batchId: batch.batchId, model: this.name, device }, 'redelivered batch');
       const pool = this.pools.get(device)?.get(batch.version);
       if (!pool) throw new Error(`version ${batch.version} of '${this.name}' is not served here`);
       // Only the members this batch still answers (null: none, e.g. it was answered before a redelivery).
