@@ -140,6 +140,12 @@ describe('docker compose (static)', () => {
       assert.ok(stages.includes(target));
       assert.match(s[name]?.image ?? '', new RegExp(`^ge-mesh/${target}:`));
     }
+    // tsx (a root devDependency) runs the services: NODE_ENV=production only after the install.
+    for (const stage of dockerfile.split(/^FROM /m).slice(1)) {
+      const install = stage.indexOf('pnpm install');
+      const prod = stage.indexOf('NODE_ENV=production');
+      if (install >= 0) assert.ok(prod > install, 'NODE_ENV=production before pnpm install drops tsx');
+    }
     // Each service stage runs its service's entry point.
     for (const svc of ['gateway', 'batcher', 'worker']) {
       assert.ok(dockerfile.includes(`"services/${svc}/src/main.ts"`), svc);
