@@ -135,6 +135,30 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.expireRequest('x2', 'timeout'), false);
   });
 
+  it('a redelivered request: batched (free), batched again after freeing an unconfirmed batch slot, or dropped', async () => {
+    assert.equal(await store.reclaimRequest('f1', 'R'), 'free');
+    // A batcher recorded R1 and died before its publish was confirmed.
+    assert.deepEqual(await store.createBatch(batch('R1', ['f1', 'f2'], 'R')), { ok: true });
+    assert.equal(await store.inFlight('R'), 1);
+    assert.equal(await store.reclaimRequest('f1', 'R'), 'retry');
+    assert.equal(await store.inFlight('R'), 0, 'the dead batcher holds no lane slot any more');
+    // Once a worker started R1, or the request was answered, a copy is dropped.
+    await store.startBatch('R1', ['f1', 'f2']);
+    assert.equal(await store.reclaimRequest('f2', 'R'), 'drop');
+    await store.expireRequest('f3', 'timeout');
+    assert.equal(await store.reclaimRequest('f3', 'R'), 'drop');
+  });
+
+  it('one batcher at a time leads a preserve_ordering model; the lead lapses or is given up', async () => {
+    assert.equal(await store.lead('ord', 'A', 200), true);
+    assert.equal(await store.lead('ord', 'B', 200), false);
+    assert.equal(await store.lead('ord', 'A', 200), true, 'renewed');
+    assert.equal(await store.lead('ord', 'A', 0), true, 'given up');
+    assert.equal(await store.lead('ord', 'B', 50), true);
+    await new Promise((r) => setTimeout(r, 80));
+    assert.equal(await store.lead('ord', 'A', 200), true, 'B stopped renewing');
+  });
+
   it('admission is exact across connections: max_queue_size 8, 10 at once → 8 admitted', async () => {
     for (let i = 0; i < 3; i++) others.push(BatchStore.connect(REDIS_URL, store.namespace));
     const q = store.queueKey('tiny', 0);

@@ -158,6 +158,16 @@ describe('batch policy: tier-aware choice (decide)', () => {
     assert.deepEqual(decide({ pending: reqs([6, 6]), shape, now: T0, slots: STAGE_ONLY }), send(1, 6, 8));
   });
 
+  it('lanes busy: once the pending requests cannot grow the batch, the least-padding first part is staged', () => {
+    // 1,2,3,1,2 = 9 rows > 8: the pending set is closed; Triton would send 1,2,3,1 = 7 rows padded to 8.
+    const shape: BatchShape = { tiers: [1, 2, 4, 8], preferred: [1, 2, 4, 8], maxBatch: 8, maxQueueDelayUs: 0 };
+    const pending = reqs([1, 2, 3, 1, 2]);
+    const plan = planSplit(pending, shape);
+    const d = decide({ pending, shape, now: T0, slots: STAGE_ONLY });
+    assert.equal(d.kind, 'send');
+    assert.deepEqual(d, send(plan.take, plan.rows, nearestTier(shape.tiers, plan.rows)));
+  });
+
   it('the triton policy forms batches only when a lane is idle (no staging)', () => {
     const shape: BatchShape = { tiers: [1, 2, 4, 8], preferred: [1, 2, 4, 8], maxBatch: 8, maxQueueDelayUs: 0 };
     const d = decide({ pending: reqs([4, 4]), shape, now: T0, slots: STAGE_ONLY, policy: 'triton' });

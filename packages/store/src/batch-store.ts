@@ -178,6 +178,19 @@ export class BatchStore {
     return res[0] === 1;
   }
 
+  /**
+   * What a redelivered request's claim means: 'free' (batch it), 'retry'
+   * (its batch was never confirmed; that batch's lane slot is freed now) or
+   * 'drop' (a confirmed or started batch carries it, or it was answered).
+   */
+  async reclaimRequest(requestId: string, model: string): Promise<'free' | 'retry' | 'drop'> {
+    const res = (await this.scripts['reclaim-request-1'](
+      [this.claimKey(requestId), this.inFlightKey(model)],
+      [`${this.namespace}:batch:`],
+    )) as unknown[];
+    return res[0] === 0 ? 'free' : res[0] === 1 ? 'retry' : 'drop';
+  }
+
   /** Admit a request to a level's queue unless it holds `maxQueueSize` already; exact across processes. */
   async admit(
     queueKey: string,

@@ -16,6 +16,7 @@ export const SCRIPT_NAMES = [
   'finish-batch-1',
   'expire-request-1',
   'lead-model-1',
+  'reclaim-request-1',
   'fail-batch-1',
   'claim-devices-1',
   'heartbeat-worker-1',

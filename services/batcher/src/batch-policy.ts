@@ -203,14 +203,9 @@ export function decide(p: PolicyInput): Decision {
     choice = { kind: 'send', take: plan.take, rows: plan.rows, tier: nearestTier(p.shape.tiers, plan.rows) };
   }
   if (p.slots.laneIdle) return choice;
-  // Only a staging slot is free: send only a batch that can no longer grow.
-  if (choice.kind !== 'send') return choice;
-  const next = p.pending[choice.take];
-  const head = p.pending[0];
-  const cannotGrow =
-    choice.rows >= p.shape.maxBatch ||
-    p.shape.singleRequest === true ||
-    (next !== undefined &&
-      (choice.rows + Math.max(1, next.rows) > p.shape.maxBatch || next.shapeKey !== head?.shapeKey));
+  // Only a staging slot is free: stage a batch only once the pending requests can no longer
+  // grow the batch (they fill max_batch_size, or the next one cannot join); else wait.
+  const w = walk(p.pending, p.shape);
+  const cannotGrow = p.shape.singleRequest === true || w.rows >= p.shape.maxBatch || w.closed;
   return cannotGrow ? choice : { kind: 'wait', until: null };
 }

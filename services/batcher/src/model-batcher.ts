@@ -229,6 +229,21 @@ export class ModelBatcher {
       this.settle(msg, 'reject');
       return;
     }
+    if (msg.fields.redelivered) {
+      // Its previous holder died or gave it back: it may already be batched or answered.
+      void this.store
+        .reclaimRequest(req.id, this.model.name)
+        .catch(() => 'free' as const)
+        .then((claim) => {
+          if (claim === 'drop') this.settle(msg, 'ack');
+          else this.enqueue(msg, req);
+        });
+      return;
+    }
+    this.enqueue(msg, req);
+  }
+
+  private enqueue(msg: ConsumeMessage, req: InferRequestMessage): void {
     const batched = this.model.config.maxBatchSize > 0;
     const shapeKey = req.inputs
       .map((t) => `${t.name}:${t.datatype}:${(batched ? t.shape.slice(1) : t.shape).join('x')}`)
