@@ -102,14 +102,19 @@ describe('batch store (real Redis)', () => {
       inFlight: 2,
     });
     assert.equal(await store.redis.exists(store.claimKey('l3')), 0);
-    assert.equal(await store.finishBatch('L1', 'L'), true);
+    assert.equal(await store.finishBatch('L1', 'L', { tier: 4, ms: 10 }), true);
     assert.equal((await store.manifest('L1'))?.state, 'done');
     assert.equal(await store.inFlight('L'), 1);
     assert.deepEqual(await store.createBatch(batch('L3', ['l3'], 'L'), { maxInFlight: 2 }), { ok: true });
+    assert.equal(await store.inFlight('L'), 2);
     // A finished batch redelivered to a worker is not run again.
     assert.deepEqual(await store.startBatch('L1', ['l1']), { kind: 'done' });
-    for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.deepEqual(heard, ['L1']);
+    // The lane time joins the model's tier costs as a moving average (1/5 weight for each new run).
+    assert.deepEqual(await store.tierCosts('L'), new Map([[4, 10]]));
+    assert.equal(await store.finishBatch('L2', 'L', { tier: 4, ms: 20 }), true);
+    assert.deepEqual(await store.tierCosts('L'), new Map([[4, 12]]));
+    for (let i = 0; i < 50 && heard.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(heard, ['L1', 'L2']);
     await sub.quit();
   });
 

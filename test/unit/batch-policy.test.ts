@@ -9,6 +9,7 @@ import {
   type PolicyName,
   planSplit,
   type Slots,
+  tierCostModel,
   tritonDecide,
 } from '../../services/batcher/src/batch-policy.js';
 
@@ -137,6 +138,55 @@ describe('batch policy: tier-aware choice (decide)', () => {
     assert.deepEqual(planSplit(reqs([3, 3, 3, 3, 4]), shape), { take: 5, rows: 16 });
     // Only requests of the head's shape are planned.
     assert.deepEqual(planSplit([...reqs([3]), ...reqs([1], 'y')], shape), { take: 1, rows: 3 });
+  });
+
+  it('tier costs: rows + 1 before any measurement; measured lane times interpolated, plus the per-batch overhead', () => {
+    const prior = tierCostModel([4, 8, 16], new Map());
+    assert.deepEqual([4, 8, 16].map(prior), [5, 9, 17]);
+    const m = tierCostModel(
+      [1, 4, 8, 16],
+      new Map([
+        [4, 40],
+        [16, 100],
+      ]),
+    );
+    assert.equal(m(4), 42);
+    assert.equal(m(8), 40 + (60 * 4) / 12 + 2); // between 4 and 16
+    assert.equal(m(1), (40 * 2) / 5 + 2); // below the smallest measured tier: scaled by rows + 1
+    assert.equal(m(16), 102);
+  });
+
+  it('measured costs decide the split: time ∝ rows (a CPU) splits 1,1,1,1,3,3; a flat cost (an NPU) pads', () => {
+    const shape = tri(5_000);
+    const late = T0 + 10;
+    const run = (cost: ReturnType<typeof tierCostModel>) => {
+      let pending = reqs([1, 1, 1, 1, 3, 3]);
+      const out: string[] = [];
+      for (let d = decide({ pending, shape, now: late, slots: IDLE, cost }); d.kind === 'send'; ) {
+        out.push(`${d.rows}@${d.tier}`);
+        pending = pending.slice(d.take);
+        d = decide({ pending, shape, now: late, slots: IDLE, cost });
+      }
+      return out;
+    };
+    const cpu = tierCostModel(
+      shape.tiers,
+      new Map([
+        [4, 40],
+        [8, 80],
+        [16, 160],
+      ]),
+    );
+    const npu = tierCostModel(
+      shape.tiers,
+      new Map([
+        [4, 10],
+        [8, 11],
+        [16, 13],
+      ]),
+    );
+    assert.deepEqual(run(cpu), ['4@4', '6@8']);
+    assert.deepEqual(run(npu), ['10@16']);
   });
 
   it('no free slot: nothing is sent, whatever is pending', () => {

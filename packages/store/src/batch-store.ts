@@ -41,6 +41,9 @@ export type CreateBatchResult =
 /** Which members of a batch a worker runs. */
 export type StartBatchResult = { kind: 'done' } | { kind: 'run'; members: number[] };
 
+/** Tier costs not refreshed for this long are forgotten. */
+const TIER_COST_TTL_MS = 60 * 60_000;
+
 // cmsgpack in Redis reads plain msgpack maps only.
 const packr = new Packr({ useRecords: false });
 
@@ -81,6 +84,10 @@ export class BatchStore {
   /** Which batcher batches a model whose responses must keep request order. */
   leadKey(model: string): string {
     return `${this.namespace}:lead:${model}`;
+  }
+  /** Hash of the model's measured lane time per tier (finish-batch keeps it). */
+  tierCostKey(model: string): string {
+    return `${this.namespace}:tiercost:${model}`;
   }
   /** Pub/sub channel on which workers announce that a batch of the model finished. */
   lanesChannel(model: string): string {
@@ -135,11 +142,20 @@ export class BatchStore {
     return { kind: 'run', members: res.slice(1).map((i) => i - 1) };
   }
 
-  /** A worker published every reply of a batch: mark it done and free its lane slot. */
-  async finishBatch(batchId: string, model: string, now = Date.now()): Promise<boolean> {
-    const res = await this.scripts['finish-batch-1'](
-      [this.batchKey(batchId), this.inFlightKey(model)],
-      [batchId, now, this.lanesChannel(model)],
+  /**
+   * A worker published every reply of a batch: mark it done and free its
+   * lane slot; `run` (the tier it ran at and how long it held its lane)
+   * updates the model's tier costs.
+   */
+  async finishBatch(
+    batchId: string,
+    model: string,
+    run?: { tier: number; ms: number },
+    now = Date.now(),
+  ): Promise<boolean> {
+    const res = await this.scripts['finish-batch-2'](
+      [this.batchKey(batchId), this.inFlightKey(model), this.tierCostKey(model)],
+      [batchId, now, this.lanesChannel(model), run ? run.tier : '', run ? run.ms : 0, TIER_COST_TTL_MS],
     );
     return res === 1;
   }
@@ -155,6 +171,12 @@ export class BatchStore {
       [batchId, now, this.lanesChannel(model)],
     );
     return res === 1;
+  }
+
+  /** The model's measured lane time per tier, ms (a moving average; tiers never run are absent). */
+  async tierCosts(model: string): Promise<Map<number, number>> {
+    const h = await this.redis.hgetall(this.tierCostKey(model));
+    return new Map(Object.entries(h).map(([t, ms]) => [Number(t), Number(ms)]));
   }
 
   /** Batches of the model formed and not yet finished (lapsed entries excluded). */

@@ -13,7 +13,7 @@ export const SCRIPT_NAMES = [
   'create-batch-2',
   'set-batch-state-1',
   'start-batch-1',
-  'finish-batch-1',
+  'finish-batch-2',
   'expire-request-1',
   'lead-model-1',
   'reclaim-request-1',

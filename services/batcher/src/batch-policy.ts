@@ -11,10 +11,10 @@
  *   oldest pending request.
  * - `decide` adds what tiers change. Triton's choice stands when it fills a
  *   tier. When it would be padded, the batch sent is instead the first part
- *   of the split of the pending requests that computes the fewest rows (see
- *   `planSplit`). And while every lane is busy, a batch that can still grow
- *   is not sent into a staging slot: it would start no sooner, and waiting
- *   lets it fill a tier.
+ *   of the split of the pending requests that costs the least lane time
+ *   (see `planSplit` and `tierCostModel`). And while every lane is busy, a
+ *   batch that can still grow is not sent into a staging slot: it would
+ *   start no sooner, and waiting lets it fill a tier.
  */
 export interface PendingView {
   readonly rows: number;
@@ -51,6 +51,50 @@ export interface PolicyInput {
   readonly now: number;
   readonly slots: Slots;
   readonly policy?: PolicyName;
+  /** Lane time of a batch run at a tier (any unit); default `tierCostModel(tiers, empty)`. */
+  readonly cost?: TierCost;
+}
+
+/** What running one batch at a tier costs, in lane time. */
+export type TierCost = (tier: number) => number;
+
+/** Per-batch cost beyond the run when costs are measured: the lane idles while the next batch reaches it. */
+export const BATCH_OVERHEAD_MS = 2;
+
+/**
+ * The cost of a batch at each tier. With nothing measured yet: the tier's
+ * rows plus one row for the batch itself (compute grows with the rows a
+ * static graph runs, padding included, and every batch has a fixed cost).
+ * With measured lane times (ms, kept per model by the workers' finish-batch):
+ * those, interpolated linearly between measured tiers and scaled from the
+ * nearest measured tier outside them, plus BATCH_OVERHEAD_MS. So on a device
+ * where a bigger tier costs little more (an NPU below its saturation) padding
+ * wins over splitting, and where time grows with rows (a CPU) splitting wins.
+ */
+export function tierCostModel(tiers: readonly number[], measured: ReadonlyMap<number, number>): TierCost {
+  const points = [...measured].filter(([t, ms]) => t > 0 && ms > 0).sort((a, b) => a[0] - b[0]);
+  if (points.length === 0) return (t) => t + 1;
+  const at = (t: number): number => {
+    const exact = measured.get(t);
+    if (exact !== undefined && exact > 0) return exact;
+    const first = points[0] as [number, number];
+    const last = points[points.length - 1] as [number, number];
+    if (t < first[0]) return (first[1] * (t + 1)) / (first[0] + 1);
+    if (t > last[0]) {
+      const prev = points[points.length - 2];
+      if (!prev) return (last[1] * (t + 1)) / (last[0] + 1);
+      const slope = Math.max(0, (last[1] - prev[1]) / (last[0] - prev[0]));
+      return last[1] + slope * (t - last[0]);
+    }
+    for (let i = 1; i < points.length; i++) {
+      const [t1, m1] = points[i] as [number, number];
+      const [t0, m0] = points[i - 1] as [number, number];
+      if (t <= t1) return m0 + ((m1 - m0) * (t - t0)) / (t1 - t0);
+    }
+    return last[1];
+  };
+  const table = new Map(tiers.map((t) => [t, at(t) + BATCH_OVERHEAD_MS]));
+  return (t) => table.get(t) ?? at(t) + BATCH_OVERHEAD_MS;
 }
 
 export type Decision =
@@ -133,17 +177,20 @@ const PLAN_WINDOW = 64;
 
 /**
  * Split the pending requests that could share a batch with the head (same
- * shape, FIFO, none split) into consecutive batches so that the rows
- * computed — the sum of the tiers they are padded to — are fewest; on a tie,
- * fewer batches. Returns the first batch of that split: how many requests
- * and rows. Among first batches of equally good splits, one that fills its
- * tier is preferred (it wastes nothing if the rest waits for more
- * requests), then the longer one.
+ * shape, FIFO, none split) into consecutive batches, each padded to its
+ * tier, so that their total cost is least; on a tie, fewer batches. Returns
+ * the first batch of that split: how many requests and rows. Among first
+ * batches of equally good splits, one that fills its tier is preferred (it
+ * wastes nothing if the rest waits for more requests), then the longer one.
  *
  * Written here because no library plans padded batches; it is a small
  * dynamic programme over at most PLAN_WINDOW requests and the tiers.
  */
-export function planSplit(pending: readonly PendingView[], shape: BatchShape): { take: number; rows: number } {
+export function planSplit(
+  pending: readonly PendingView[],
+  shape: BatchShape,
+  cost: TierCost = tierCostModel(shape.tiers, new Map()),
+): { take: number; rows: number } {
   const head = pending[0];
   if (!head) return { take: 0, rows: 0 };
   const rows: number[] = [];
@@ -153,40 +200,42 @@ export function planSplit(pending: readonly PendingView[], shape: BatchShape): {
     if (shape.singleRequest) break;
   }
   const n = rows.length;
-  // cost[i], runs[i]: the best split of requests i..n-1.
-  const cost = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
+  // best[i], runs[i]: the cost and batch count of the best split of requests i..n-1.
+  const best = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
   const runs = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
-  cost[n] = 0;
+  best[n] = 0;
   runs[n] = 0;
-  const better = (c: number, k: number, bc: number, bk: number) => c < bc || (c === bc && k < bk);
+  // Costs are sums of floats: equal within a hair counts as a tie.
+  const same = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+  const better = (c: number, k: number, bc: number, bk: number) => (same(c, bc) ? k < bk : c < bc);
   for (let i = n - 1; i >= 0; i--) {
     let sum = 0;
     for (let j = i; j < n; j++) {
       sum += rows[j] as number;
       if (sum > shape.maxBatch && j > i) break;
-      const c = nearestTier(shape.tiers, sum) + (cost[j + 1] as number);
+      const c = cost(nearestTier(shape.tiers, sum)) + (best[j + 1] as number);
       const k = 1 + (runs[j + 1] as number);
-      if (better(c, k, cost[i] as number, runs[i] as number)) {
-        cost[i] = c;
+      if (better(c, k, best[i] as number, runs[i] as number)) {
+        best[i] = c;
         runs[i] = k;
       }
       if (sum > shape.maxBatch) break;
     }
   }
-  let best = { take: 0, rows: 0, full: false };
+  let first = { take: 0, rows: 0, full: false };
   let sum = 0;
   for (let j = 0; j < n; j++) {
     sum += rows[j] as number;
     if (sum > shape.maxBatch && j > 0) break;
-    const c = nearestTier(shape.tiers, sum) + (cost[j + 1] as number);
+    const c = cost(nearestTier(shape.tiers, sum)) + (best[j + 1] as number);
     const k = 1 + (runs[j + 1] as number);
-    if (c !== cost[0] || k !== runs[0]) continue;
+    if (!same(c, best[0] as number) || k !== runs[0]) continue;
     const full = nearestTier(shape.tiers, sum) === sum;
-    if (best.take === 0 || (full && !best.full) || (full === best.full && j + 1 > best.take)) {
-      best = { take: j + 1, rows: sum, full };
+    if (first.take === 0 || (full && !first.full) || (full === first.full && j + 1 > first.take)) {
+      first = { take: j + 1, rows: sum, full };
     }
   }
-  return { take: best.take, rows: best.rows };
+  return { take: first.take, rows: first.rows };
 }
 
 export function decide(p: PolicyInput): Decision {
@@ -199,7 +248,7 @@ export function decide(p: PolicyInput): Decision {
   if (t.kind === 'wait') return p.slots.laneIdle ? t : { kind: 'wait', until: null };
   let choice: Decision = t;
   if (t.tier !== t.rows) {
-    const plan = planSplit(p.pending, p.shape);
+    const plan = planSplit(p.pending, p.shape, p.cost);
     choice = { kind: 'send', take: plan.take, rows: plan.rows, tier: nearestTier(p.shape.tiers, plan.rows) };
   }
   if (p.slots.laneIdle) return choice;

@@ -20,6 +20,8 @@ const POLL_NO_LANES_MS = 250;
  */
 export class LaneSlots {
   lanes = 0;
+  /** The model's measured lane time per tier, ms (workers report it; re-read on every poll). */
+  costs: ReadonlyMap<number, number> = new Map();
   private ch?: Channel;
   private timer?: NodeJS.Timeout;
   private sub?: BatchStore['redis'];
@@ -69,6 +71,7 @@ export class LaneSlots {
       // depends on its devices and the model's placement. No consumer left: no lane, at once.
       const registered = consumerCount > 0 ? await this.registry.liveLanes(this.model) : 0;
       const lanes = registered > 0 ? registered : consumerCount * this.lanesPerWorker;
+      this.costs = await this.store.tierCosts(this.model);
       if (lanes !== this.lanes) {
         this.log.info({ model: this.model, lanes, workers: consumerCount }, 'live lanes');
         this.lanes = lanes;

@@ -13,7 +13,7 @@ import {
 } from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
-import { type BatchShape, decide, type PolicyName } from './batch-policy.js';
+import { type BatchShape, decide, type PolicyName, type TierCost, tierCostModel } from './batch-policy.js';
 import { LaneSlots } from './lane-slots.js';
 import { PendingQueue, type Queued } from './pending-queue.js';
 import { crashPoint } from './test-faults.js';
@@ -94,6 +94,7 @@ export class ModelBatcher {
   private timer?: NodeJS.Timeout;
   private leadTimer?: NodeJS.Timeout;
   private readonly inFlight = new Set<Promise<void>>();
+  private cost: { from: ReadonlyMap<number, number>; model: TierCost } | undefined;
 
   constructor(
     readonly model: RepositoryModel,
@@ -310,6 +311,7 @@ export class ModelBatcher {
           now: Date.now(),
           slots: { laneIdle: inFlight < limits.idle, stageFree: inFlight < limits.total },
           policy: this.opts.policy,
+          cost: this.tierCost(),
         });
         wake = this.queue.nextExpiry();
         if (d.kind === 'wait') {
@@ -339,6 +341,13 @@ export class ModelBatcher {
     }
     if (this.again) this.schedule();
     else this.wakeAt(wake);
+  }
+
+  /** Lane time per tier, from what the workers measured (rebuilt when the measurements change). */
+  private tierCost(): TierCost {
+    const costs = this.slots.costs;
+    if (this.cost?.from !== costs) this.cost = { from: costs, model: tierCostModel(this.shape.tiers, costs) };
+    return this.cost.model;
   }
 
   private rejects(level: number): boolean {

@@ -43,9 +43,14 @@ export class BatchClaims {
     return encode({ ...batch, members, rows } satisfies BatchMessage);
   }
 
-  /** Every reply of the batch is published: mark it done and free its lane slot. */
-  async finish(batch: BatchMessage): Promise<void> {
-    await this.store.finishBatch(batch.batchId, batch.model).catch((err: Error) => {
+  /**
+   * Every reply of the batch is published: mark it done and free its lane
+   * slot. `laneMs`, how long the run held its lane, feeds the tier costs the
+   * batchers plan with (absent when the batch ran nothing or only some members).
+   */
+  async finish(batch: BatchMessage, laneMs?: number): Promise<void> {
+    const run = laneMs === undefined ? undefined : { tier: batch.tier, ms: laneMs };
+    await this.store.finishBatch(batch.batchId, batch.model, run).catch((err: Error) => {
       // The slot lapses with the members' deadlines; until then the model has one lane fewer.
       this.log.error({ err: err.message, batchId: batch.batchId }, 'batch not marked done');
     });

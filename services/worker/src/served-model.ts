@@ -159,9 +159,13 @@ export class ServedModel {
       if (!pool) throw new Error(`version ${batch.version} of '${this.name}' is not served here`);
       // Only the members this batch still answers (null: none, e.g. it was answered before a redelivery).
       const body = await claims.start(batch, msg.content);
+      let laneMs: number | undefined;
       if (body) {
         if (TEST_LANE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS));
+        const t0 = performance.now();
         const replies = await pool.run(body);
+        // The batchers plan with each tier's lane time (whole batches only).
+        if (body === msg.content) laneMs = performance.now() - t0;
         await Promise.all(
           replies.map((r) =>
             broker.send(r.replyTo, Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), {
@@ -170,7 +174,7 @@ export class ServedModel {
           ),
         );
       }
-      await claims.finish(batch);
+      await claims.finish(batch, laneMs);
       ch.ack(msg);
       this.batches++;
     } catch (err) {
