@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { BatchStore } from '@ge-mesh/store';
-import { tinyVariants } from '../support/batcher-fixtures.js';
+import { RawProducer, tinyVariants } from '../support/batcher-fixtures.js';
 import { REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { jsonInferBody } from '../support/reference.js';
 
@@ -147,24 +147,25 @@ describe('queue policy end to end (slow worker)', { timeout: 180_000, concurrenc
 
   it('priority levels: level 1 is batched before level 2, FIFO within a level; timeout ignored with no default', async () => {
     const { blocker } = await block('prio');
-    const sent: Array<Promise<Answer>> = [];
-    for (const name of ['low1', 'low2', 'low3']) {
-      // Priority 0 maps to default_priority_level 2; the timeout is ignored since the default is 0.
-      sent.push(infer('prio', name, { priority: 0, timeout: 1_000 }));
-      await new Promise((r) => setTimeout(r, 30));
+    // Published straight to the request queue, each confirmed before the next: the arrival order is exact.
+    const producer = await RawProducer.open(mesh.namespace);
+    try {
+      const names = new Map<string, string>();
+      for (const name of ['low1', 'low2', 'low3']) {
+        // Priority 0 maps to default_priority_level 2; the timeout is ignored since the default is 0.
+        names.set((await producer.send('prio', { priority: 0, timeoutUs: 1_000 })).id, name);
+      }
+      for (const name of ['high1', 'high2']) names.set((await producer.send('prio', { priority: 1 })).id, name);
+      await producer.waitAll([...names.keys()], 60_000);
+      for (const r of producer.replies) assert.equal(r.error, undefined, `${names.get(r.id)}: ${r.error?.message}`);
+      assert.equal((await blocker).status, 200);
+      // Batches of 2, replies in member order: [high1, high2], then [low1, low2], then [low3].
+      assert.deepEqual(
+        producer.replies.map((r) => names.get(r.id)),
+        ['high1', 'high2', 'low1', 'low2', 'low3'],
+      );
+    } finally {
+      await producer.close();
     }
-    for (const name of ['high1', 'high2']) {
-      sent.push(infer('prio', name, { priority: 1 }));
-      await new Promise((r) => setTimeout(r, 30));
-    }
-    const answers = await Promise.all(sent);
-    for (const a of answers) assert.equal(a.status, 200, `${a.name}: ${JSON.stringify(a.body)}`);
-    assert.equal((await blocker).status, 200);
-    // Batches of 2: [high1, high2], then [low1, low2], then [low3].
-    const done = order('prio');
-    assert.equal(done[0], 'blocker');
-    assert.deepEqual(done.slice(1, 3).sort(), ['high1', 'high2']);
-    assert.deepEqual(done.slice(3, 5).sort(), ['low1', 'low2']);
-    assert.equal(done[5], 'low3');
   });
 });
