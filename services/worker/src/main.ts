@@ -247,7 +247,7 @@ await scheduleReconcile();
 if (!stopping) {
   await deadLetters.start();
   state = 'ready';
-  presence.changed();
+  await presence.flush();
   log.info(
     {
       models: [...served.values()].filter((s) => s.state === 'ready').map((s) => s.name),

@@ -82,6 +82,12 @@ export class WorkerPresence {
     void this.beat(true);
   }
 
+  /** Write the description now and wait until it is written (e.g. before announcing readiness). */
+  async flush(): Promise<void> {
+    while (this.beating) await new Promise((r) => setTimeout(r, 5));
+    await this.beat(true);
+  }
+
   private async beat(changed: boolean): Promise<void> {
     if (this.stopped) return;
     if (this.beating) {
