@@ -159,7 +159,8 @@ describe('docker compose (static)', () => {
       for (const key of Object.keys(env).filter((k) => k.startsWith('GEMESH_'))) {
         assert.ok(known.has(key), `${name}: ${key} is not a ${name} setting`);
       }
-      assert.equal(env.GEMESH_RABBITMQ_URL, 'amqp://gemesh:gemesh@rabbitmq:5672');
+      const heartbeat = name === 'worker' ? '?heartbeat=5' : '';
+      assert.equal(env.GEMESH_RABBITMQ_URL, `amqp://gemesh:gemesh@rabbitmq:5672${heartbeat}`);
       assert.equal(env.GEMESH_REDIS_URL, 'redis://redis:6379');
       assert.equal(env.GEMESH_MODEL_REPOSITORY, '/models');
       assert.ok(s[name]?.volumes?.includes('models:/models:ro'), `${name} mounts the repository`);
