@@ -1,3 +1,4 @@
+import { mulberry32 } from './prng.js';
 import type { WindowResult } from './stability.js';
 import { percentile } from './stats.js';
 
@@ -20,18 +21,6 @@ interface Done {
   start: number;
   end: number;
   ok: boolean;
-}
-
-/** Deterministic uniform [0,1) (mulberry32) for Poisson gaps. */
-function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export class LoadDriver {
@@ -72,7 +61,7 @@ export class LoadDriver {
 
   private async openLoop(perSec: number, distribution: 'constant' | 'poisson', seed: number): Promise<void> {
     const meanMs = 1000 / perSec;
-    const u = uniform(seed);
+    const u = mulberry32(seed);
     const gap = distribution === 'poisson' ? () => -Math.log(1 - u()) * meanMs : () => meanMs;
     let next = performance.now();
     while (this.running) {

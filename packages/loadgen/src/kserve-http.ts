@@ -1,5 +1,7 @@
+import { DATATYPES } from '@ge-mesh/protocol';
 import { Pool } from 'undici';
 import type { Send } from './driver.js';
+import { mulberry32 } from './prng.js';
 
 /**
  * A KServe v2 HTTP target: requests built once from the model's metadata
@@ -40,31 +42,11 @@ export interface HttpTarget {
   close(): Promise<void>;
 }
 
-const SIZES: Record<string, number> = {
-  BOOL: 1,
-  UINT8: 1,
-  INT8: 1,
-  UINT16: 2,
-  INT16: 2,
-  FP16: 2,
-  BF16: 2,
-  UINT32: 4,
-  INT32: 4,
-  FP32: 4,
-  UINT64: 8,
-  INT64: 8,
-  FP64: 8,
-};
-
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const SIZES: Record<string, number> = Object.fromEntries(
+  Object.entries(DATATYPES)
+    .filter(([, d]) => d.bytes > 0)
+    .map(([name, d]) => [name, d.bytes]),
+);
 
 /** Little-endian bytes of `count` elements: floats in [0,1), integers in {0,1} (valid ids and masks alike). */
 function tensorBytes(datatype: string, count: number, rand: (() => number) | null): Buffer {
@@ -109,7 +91,7 @@ export function buildInferBodies(
   const variants = o.variants ?? 16;
   const bodies: Array<{ body: Buffer; headerLength?: number }> = [];
   for (let v = 0; v < variants; v++) {
-    const rand = o.inputData === 'random' ? seeded(v + 1) : null;
+    const rand = o.inputData === 'random' ? mulberry32(v + 1) : null;
     const inputs: Record<string, unknown>[] = [];
     const blobs: Buffer[] = [];
     for (const t of meta.inputs) {

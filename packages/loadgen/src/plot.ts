@@ -4,6 +4,13 @@ import * as vl from 'vega-lite';
 /** Charts as SVG, rendered headless with Vega-Lite (no browser needed). */
 export type Row = Record<string, string | number>;
 
+async function render(spec: vl.TopLevelSpec): Promise<string> {
+  const view = new vega.View(vega.parse(vl.compile(spec).spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  view.finalize();
+  return svg;
+}
+
 export async function lineChartSvg(o: {
   title: string;
   rows: Row[];
@@ -14,7 +21,7 @@ export async function lineChartSvg(o: {
   yTitle?: string;
   logY?: boolean;
 }): Promise<string> {
-  const spec = vl.compile({
+  return render({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: o.title,
     width: 520,
@@ -27,11 +34,7 @@ export async function lineChartSvg(o: {
       y: { field: o.y, type: 'quantitative', title: o.yTitle ?? o.y, ...(o.logY ? { scale: { type: 'log' } } : {}) },
       ...(o.series ? { color: { field: o.series, type: 'nominal', title: o.series } } : {}),
     },
-  } as vl.TopLevelSpec).spec;
-  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
-  const svg = await view.toSVG();
-  view.finalize();
-  return svg;
+  } as vl.TopLevelSpec);
 }
 
 export async function barChartSvg(o: {
@@ -41,7 +44,7 @@ export async function barChartSvg(o: {
   y: string;
   yTitle?: string;
 }): Promise<string> {
-  const spec = vl.compile({
+  return render({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: o.title,
     width: 520,
@@ -53,9 +56,5 @@ export async function barChartSvg(o: {
       x: { field: o.x, type: 'nominal', sort: null, axis: { labelAngle: -20 } },
       y: { field: o.y, type: 'quantitative', title: o.yTitle ?? o.y },
     },
-  } as vl.TopLevelSpec).spec;
-  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
-  const svg = await view.toSVG();
-  view.finalize();
-  return svg;
+  } as vl.TopLevelSpec);
 }

@@ -64,26 +64,22 @@ export async function executeBatch(
     const computeOutputNs = nsSince(t2);
     live.forEach((r, i) => {
       const wanted = r.outputs.length > 0 ? new Set(r.outputs) : null;
-      const msg: InferResponseMessage = {
-        v: PROTOCOL_VERSION,
-        id: r.id,
-        correlationId: r.correlationId,
-        model: r.model,
-        version: r.version,
-        outputs: (sliced[i] ?? []).filter((t) => !wanted || wanted.has(t.name)),
-        timings: {
-          queueNs: Math.max(0, now - r.acceptedAt) * 1e6,
-          computeInputNs,
-          computeInferNs,
-          computeOutputNs,
-          batchRows: realRows,
-          tier,
-          batchId: batch.batchId,
-          member: i,
-          members: live.length,
-        },
-      };
-      replies.push({ replyTo: r.replyTo, correlationId: r.correlationId, body: encode(msg) });
+      replies.push(
+        replyTo(r, {
+          outputs: (sliced[i] ?? []).filter((t) => !wanted || wanted.has(t.name)),
+          timings: {
+            queueNs: Math.max(0, now - r.acceptedAt) * 1e6,
+            computeInputNs,
+            computeInferNs,
+            computeOutputNs,
+            batchRows: realRows,
+            tier,
+            batchId: batch.batchId,
+            member: i,
+            members: live.length,
+          },
+        }),
+      );
     });
   } catch (err) {
     const e = err instanceof MeshError ? err : new MeshError('EXECUTION_FAILED', (err as Error).message);
@@ -93,13 +89,18 @@ export async function executeBatch(
 }
 
 export function errorReply(r: InferRequestMessage, error: WireError): Reply {
+  return replyTo(r, { error });
+}
+
+/** The one answer to a request: its outputs and timings, or an error. */
+function replyTo(r: InferRequestMessage, result: Pick<InferResponseMessage, 'outputs' | 'timings' | 'error'>): Reply {
   const msg: InferResponseMessage = {
     v: PROTOCOL_VERSION,
     id: r.id,
     correlationId: r.correlationId,
     model: r.model,
     version: r.version,
-    error,
+    ...result,
   };
   return { replyTo: r.replyTo, correlationId: r.correlationId, body: encode(msg) };
 }
