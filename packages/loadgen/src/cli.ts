@@ -6,6 +6,8 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { amqpTarget } from './amqp-target.js';
 import { httpTarget } from './kserve-http.js';
 import { lineChartSvg } from './plot.js';
 import { toCsv, toMarkdownTable } from './report.js';
@@ -29,6 +31,10 @@ const HELP = `Usage: ge-mesh-loadgen -m MODEL [options]
   --shape NAME:D1,D2               dims for variable inputs (repeatable)
   --json-data                      send JSON tensors instead of the binary extension
   -H, --header K:V                 extra HTTP header (repeatable), e.g. "Authorization: Bearer t"
+  -i, --protocol http|amqp         KServe v2 over HTTP (default) or the mesh's AMQP ingress
+  --rabbitmq-url URL               for -i amqp (default amqp://guest:guest@127.0.0.1:5672)
+  --namespace NS                   for -i amqp: the mesh's namespace (default gemesh)
+  --api-key KEY                    for -i amqp: the producer's API key
   -f, --csv PATH                   perf_analyzer-style CSV
   --json PATH                      every figure as JSON
   --plot PATH.svg                  latency/throughput chart
@@ -65,6 +71,10 @@ const { values } = parseArgs({
     shape: { type: 'string', multiple: true },
     'json-data': { type: 'boolean', default: false },
     header: { type: 'string', short: 'H', multiple: true },
+    protocol: { type: 'string', short: 'i', default: 'http' },
+    'rabbitmq-url': { type: 'string', default: 'amqp://guest:guest@127.0.0.1:5672' },
+    namespace: { type: 'string', default: 'gemesh' },
+    'api-key': { type: 'string' },
     csv: { type: 'string', short: 'f' },
     json: { type: 'string' },
     plot: { type: 'string' },
@@ -92,16 +102,25 @@ const shapes = Object.fromEntries(
 );
 const distribution = values['request-distribution'] === 'poisson' ? 'poisson' : 'constant';
 
-const target = await httpTarget({
+const common = {
   url: values.url,
   model,
   ...(values['model-version'] ? { version: values['model-version'] } : {}),
   batch,
-  inputData: values['input-data'] === 'zero' ? 'zero' : 'random',
-  binary: !values['json-data'],
+  inputData: values['input-data'] === 'zero' ? ('zero' as const) : ('random' as const),
   shapes,
-  headers,
-});
+};
+const target =
+  values.protocol === 'amqp'
+    ? await amqpTarget({
+        ...common,
+        rabbitmqUrl: values['rabbitmq-url'],
+        namespace: values.namespace,
+        ...(values['api-key'] ? { apiKey: values['api-key'] } : {}),
+      })
+    : await httpTarget({ ...common, binary: !values['json-data'], headers });
+// The server-side breakdown comes from the gateway's HTTP statistics in both cases.
+const statsPool = new Pool(values.url, { connections: 2 });
 process.stderr.write(
   `*** Measurement settings ***\n  model ${model}, batch ${batch}, ${rate ? `request rate ${levels.join(',')} (${distribution})` : `concurrency ${levels.join(',')}`}, ` +
     `window ${values['measurement-interval']} ms, stability ${values['stability-percentage']}%\n`,
@@ -117,11 +136,12 @@ const results = await sweep({
   maxTrials: Number(values['max-trials']),
   latencyPercentile: Number(values.percentile),
   ...(values['latency-threshold'] ? { latencyThresholdMs: Number(values['latency-threshold']) } : {}),
-  serverSnapshot: () => readStats(target.pool, model, headers).catch(() => null),
+  serverSnapshot: () => readStats(statsPool, model, headers).catch(() => null),
   serverDelta: (a, b) => (a && b ? breakdown(a as InferenceStatsSnapshot, b as InferenceStatsSnapshot) : undefined),
   log: (l) => process.stderr.write(`${l}\n`),
 });
 await target.close();
+await statsPool.close();
 
 process.stdout.write(`\n${toMarkdownTable(results)}\n`);
 if (values.csv) await writeFile(values.csv, toCsv(results));

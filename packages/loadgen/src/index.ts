@@ -1,3 +1,4 @@
+export * from './amqp-target.js';
 export * from './closed-loop.js';
 export * from './driver.js';
 export * from './kserve-http.js';

@@ -84,49 +84,79 @@ function jsonValues(datatype: string, bytes: Buffer): number[] | boolean[] {
   return datatype === 'BOOL' ? out.map((v) => v !== 0) : out;
 }
 
-export function buildInferBodies(
+/** A request's input tensors as raw bytes, built from the model's metadata. */
+export interface RawTensor {
+  name: string;
+  datatype: string;
+  shape: number[];
+  bytes: Buffer;
+}
+
+export function buildInputSets(
   meta: ModelMeta,
-  o: HttpTargetOptions,
-): Array<{ body: Buffer; headerLength?: number }> {
-  const variants = o.variants ?? 16;
-  const bodies: Array<{ body: Buffer; headerLength?: number }> = [];
-  for (let v = 0; v < variants; v++) {
+  o: Pick<HttpTargetOptions, 'batch' | 'inputData' | 'shapes' | 'variants'>,
+): RawTensor[][] {
+  return Array.from({ length: o.variants ?? 16 }, (_, v) => {
     const rand = o.inputData === 'random' ? mulberry32(v + 1) : null;
-    const inputs: Record<string, unknown>[] = [];
-    const blobs: Buffer[] = [];
-    for (const t of meta.inputs) {
+    return meta.inputs.map((t) => {
       const rowDims = o.shapes?.[t.name] ?? t.shape.slice(t.shape[0] === -1 ? 1 : 0);
       if (rowDims.some((d) => d < 0))
         throw new Error(`input ${t.name} has a variable dim: give --shape ${t.name}:d1,d2`);
       const shape = t.shape[0] === -1 ? [o.batch, ...rowDims] : rowDims;
-      const bytes = tensorBytes(
-        t.datatype,
-        shape.reduce((a, b) => a * b, 1),
-        rand,
-      );
-      if (o.binary) {
-        inputs.push({ name: t.name, shape, datatype: t.datatype, parameters: { binary_data_size: bytes.length } });
-        blobs.push(bytes);
-      } else {
-        inputs.push({ name: t.name, shape, datatype: t.datatype, data: jsonValues(t.datatype, bytes) });
-      }
-    }
+      return {
+        name: t.name,
+        datatype: t.datatype,
+        shape,
+        bytes: tensorBytes(
+          t.datatype,
+          shape.reduce((a, b) => a * b, 1),
+          rand,
+        ),
+      };
+    });
+  });
+}
+
+export function buildInferBodies(
+  meta: ModelMeta,
+  o: HttpTargetOptions,
+): Array<{ body: Buffer; headerLength?: number }> {
+  return buildInputSets(meta, o).map((set) => {
+    const inputs = set.map((t) =>
+      o.binary
+        ? { name: t.name, shape: t.shape, datatype: t.datatype, parameters: { binary_data_size: t.bytes.length } }
+        : { name: t.name, shape: t.shape, datatype: t.datatype, data: jsonValues(t.datatype, t.bytes) },
+    );
     const header = Buffer.from(
       JSON.stringify({ inputs, ...(o.binary ? { parameters: { binary_data_output: true } } : {}) }),
     );
-    bodies.push(o.binary ? { body: Buffer.concat([header, ...blobs]), headerLength: header.length } : { body: header });
-  }
-  return bodies;
+    return o.binary
+      ? { body: Buffer.concat([header, ...set.map((t) => t.bytes)]), headerLength: header.length }
+      : { body: header };
+  });
+}
+
+/** The model's metadata from the gateway (the AMQP target reads it over HTTP too). */
+export async function fetchModelMeta(
+  pool: Pool,
+  model: string,
+  version?: string,
+  headers: Record<string, string> = {},
+): Promise<ModelMeta> {
+  const res = await pool.request({
+    path: `/v2/models/${encodeURIComponent(model)}${version ? `/versions/${version}` : ''}`,
+    method: 'GET',
+    headers,
+  });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`model metadata for '${model}': HTTP ${res.statusCode} ${text}`);
+  return JSON.parse(text) as ModelMeta;
 }
 
 export async function httpTarget(o: HttpTargetOptions): Promise<HttpTarget> {
   const pool = new Pool(o.url, { connections: o.connections ?? 256 });
   const base = `/v2/models/${encodeURIComponent(o.model)}${o.version ? `/versions/${o.version}` : ''}`;
-  const metaRes = await pool.request({ path: base, method: 'GET', headers: o.headers ?? {} });
-  const metaText = await metaRes.body.text();
-  if (metaRes.statusCode !== 200)
-    throw new Error(`model metadata for '${o.model}': HTTP ${metaRes.statusCode} ${metaText}`);
-  const meta = JSON.parse(metaText) as ModelMeta;
+  const meta = await fetchModelMeta(pool, o.model, o.version, o.headers);
   const bodies = buildInferBodies(meta, o);
   const send: Send = async (seq) => {
     const b = bodies[seq % bodies.length];
