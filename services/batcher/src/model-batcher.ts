@@ -36,8 +36,8 @@ const RETRY_MS = 50;
 const PREFETCH_CAP = 4096;
 /** Requests a batcher holds at least for a model with priority levels and an unbounded queue. */
 const PRIORITY_WINDOW = 256;
-/** Lead of a preserve_ordering model: held this long, renewed every third of it. */
-const LEAD_TTL_MS = 3_000;
+/** Lead of a preserve_ordering model: held this long, renewed every fifth of it. */
+const LEAD_TTL_MS = 5_000;
 
 /** The shape rules of a model's batches, from its config. */
 export function batchShape(model: RepositoryModel): BatchShape {
@@ -94,6 +94,8 @@ export class ModelBatcher {
   private timer?: NodeJS.Timeout;
   private leadTimer?: NodeJS.Timeout;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Deliveries still being checked in Redis, in arrival order (see onRequest). */
+  private arrivals: Promise<void> | null = null;
   private cost: { from: ReadonlyMap<number, number>; model: TierCost } | undefined;
 
   constructor(
@@ -209,7 +211,7 @@ export class ModelBatcher {
       } catch (err) {
         this.log.warn({ err: (err as Error).message, model: this.model.name }, 'lead not renewed');
       }
-      if (!this.stopping) this.leadTimer = setTimeout(() => void tick(), LEAD_TTL_MS / 3);
+      if (!this.stopping) this.leadTimer = setTimeout(() => void tick(), LEAD_TTL_MS / 5);
     };
     await tick();
   }
@@ -230,18 +232,26 @@ export class ModelBatcher {
       this.settle(msg, 'reject');
       return;
     }
-    if (msg.fields.redelivered) {
-      // Its previous holder died or gave it back: it may already be batched or answered.
-      void this.store
-        .reclaimRequest(req.id, this.model.name)
-        .catch(() => 'free' as const)
-        .then((claim) => {
-          if (claim === 'drop') this.settle(msg, 'ack');
-          else this.enqueue(msg, req);
-        });
+    if (!msg.fields.redelivered && !this.arrivals) {
+      this.enqueue(msg, req);
       return;
     }
-    this.enqueue(msg, req);
+    // A redelivered request (its previous holder died or gave it back) may already be batched
+    // or answered: ask Redis first. Arrivals behind it wait their turn, so FIFO order holds.
+    const next = (this.arrivals ?? Promise.resolve()).then(async () => {
+      if (msg.fields.redelivered) {
+        const claim = await this.store.reclaimRequest(req.id, this.model.name).catch(() => 'free' as const);
+        if (claim === 'drop') {
+          this.settle(msg, 'ack');
+          return;
+        }
+      }
+      this.enqueue(msg, req);
+    });
+    this.arrivals = next;
+    void next.finally(() => {
+      if (this.arrivals === next) this.arrivals = null;
+    });
   }
 
   private enqueue(msg: ConsumeMessage, req: InferRequestMessage): void {
