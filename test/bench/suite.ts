@@ -163,12 +163,16 @@ async function startNaive(repo: string, model: string, runtime: 'ort' | 'ge', en
     ],
     { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] },
   );
+  // Never outlive the benchmark, even when it fails.
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/`, 120_000, (s) => s > 0);
   return {
     url,
     child,
     async stop() {
+      process.off('exit', kill);
       child.kill('SIGTERM');
       await once(child, 'exit');
     },
