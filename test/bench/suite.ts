@@ -460,5 +460,5 @@ lines.push('![engine tiers](engine-tiers.svg)');
 lines.push('');
 lines.push(`Total run time: ${((Date.now() - started) / 1000).toFixed(0)} s.`);
 await writeFile(join(OUT, 'REPORT.md'), `${lines.join('\n')}\n`);
-await writeFile(join(OUT, 'results.json'), JSON.stringify({ engineRows, sweeps, simSummary, rssRows }, null, 2));
+await writeFile(join(OUT, 'results.json'), `${JSON.stringify({ engineRows, sweeps, simSummary, rssRows }, null, 2)}\n`);
 process.stdout.write(`${lines.slice(0, 30).join('\n')}\n\nreport: ${join(OUT, 'REPORT.md')}\n`);
