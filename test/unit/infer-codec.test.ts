@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ModelConfig, TensorConfig } from '@ge-mesh/model-repository';
+import type { TensorConfig } from '@ge-mesh/model-repository';
 import { type DataType, ERRORS, type ErrorCode, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import {
   encodeInferResponse,
@@ -12,6 +12,7 @@ import {
   type RequestedOutput,
   validateInfer,
 } from '../../services/gateway/src/infer/index.js';
+import { modelConfig, tensorConfig } from '../support/model-config-fixtures.js';
 
 // ---------- helpers ----------
 
@@ -91,27 +92,6 @@ function nest(values: readonly unknown[], shape: readonly number[]): unknown[] {
   const out: unknown[] = [];
   for (let i = 0; i < (shape[0] as number); i++) out.push(nest(values.slice(i * inner, (i + 1) * inner), rest));
   return out;
-}
-
-function tensorConfig(name: string, dataType: DataType, dims: number[], optional = false): TensorConfig {
-  return { name, dataType, dims, optional };
-}
-
-function modelConfig(maxBatchSize: number, input: TensorConfig[], output: TensorConfig[]): ModelConfig {
-  return {
-    name: 'm',
-    platform: 'onnxruntime_onnx',
-    backend: 'onnxruntime',
-    runtime: 'ort',
-    maxBatchSize,
-    input,
-    output,
-    instanceGroup: [],
-    tiers: maxBatchSize > 0 ? [maxBatchSize] : [1],
-    defaultModelFilename: 'model.onnx',
-    parameters: new Map(),
-    raw: {},
-  };
 }
 
 interface DecodedOutput {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DynamicBatchingConfig, ModelConfig, TensorConfig } from '@ge-mesh/model-repository';
+import type { DynamicBatchingConfig } from '@ge-mesh/model-repository';
 import { type DataType, ERRORS, type ErrorCode, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import { type ParsedInfer, parseInferBody, validateInfer } from '../../services/gateway/src/infer/index.js';
+import { modelConfig, tensorConfig } from '../support/model-config-fixtures.js';
 
 // ---------- helpers ----------
 
@@ -11,32 +12,8 @@ const NOTE =
   'If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. ' +
   'See the model configuration docs for more info on max_batch_size.';
 
-function tc(name: string, dataType: DataType, dims: number[], optional = false): TensorConfig {
-  return { name, dataType, dims, optional };
-}
-
-function model(
-  maxBatchSize: number,
-  input: TensorConfig[],
-  output: TensorConfig[] = [tc('y', 'FP32', [-1])],
-  dynamicBatching?: DynamicBatchingConfig,
-): ModelConfig {
-  return {
-    name: 'm',
-    platform: 'onnxruntime_onnx',
-    backend: 'onnxruntime',
-    runtime: 'ort',
-    maxBatchSize,
-    input,
-    output,
-    instanceGroup: [],
-    ...(dynamicBatching ? { dynamicBatching } : {}),
-    tiers: maxBatchSize > 0 ? [maxBatchSize] : [1],
-    defaultModelFilename: 'model.onnx',
-    parameters: new Map(),
-    raw: {},
-  };
-}
+const tc = tensorConfig;
+const model = modelConfig;
 
 function batching(priorityLevels: number, defaultPriorityLevel: number): DynamicBatchingConfig {
   const policy = {
