@@ -4,6 +4,18 @@ import * as vl from 'vega-lite';
 /** Charts as SVG, rendered headless with Vega-Lite (no browser needed). */
 export type Row = Record<string, string | number>;
 
+/** What every chart shares: size, background, title and data. */
+function frame(title: string, rows: Row[]) {
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title,
+    width: 520,
+    height: 300,
+    background: 'white',
+    data: { values: rows },
+  };
+}
+
 async function render(spec: vl.TopLevelSpec): Promise<string> {
   const view = new vega.View(vega.parse(vl.compile(spec).spec), { renderer: 'none' });
   const svg = await view.toSVG();
@@ -22,12 +34,7 @@ export async function lineChartSvg(o: {
   logY?: boolean;
 }): Promise<string> {
   return render({
-    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: o.title,
-    width: 520,
-    height: 300,
-    background: 'white',
-    data: { values: o.rows },
+    ...frame(o.title, o.rows),
     mark: { type: 'line', point: true },
     encoding: {
       x: { field: o.x, type: 'quantitative', title: o.xTitle ?? o.x },
@@ -45,12 +52,7 @@ export async function barChartSvg(o: {
   yTitle?: string;
 }): Promise<string> {
   return render({
-    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: o.title,
-    width: 520,
-    height: 300,
-    background: 'white',
-    data: { values: o.rows },
+    ...frame(o.title, o.rows),
     mark: 'bar',
     encoding: {
       x: { field: o.x, type: 'nominal', sort: null, axis: { labelAngle: -20 } },
