@@ -1,9 +1,11 @@
 import { parseArgs } from 'node:util';
-import { startMesh } from './mesh-processes.js';
+import { type RunningMesh, startMesh } from './mesh-processes.js';
 
 /**
  * `npm start`: the whole mesh on this machine (gateway, batcher, N CPU
- * workers) serving a model repository, until Ctrl-C.
+ * workers) serving a model repository, until Ctrl-C or SIGTERM. Every
+ * service that exits is started again with capped exponential backoff, so a
+ * broker or Redis outage that takes a service down heals by itself.
  */
 const { values } = parseArgs({
   options: {
@@ -21,14 +23,36 @@ const httpPort = Number(values['http-port']);
 if (!Number.isInteger(workers) || workers < 1)
   throw new Error(`--workers must be a positive integer, got ${values.workers}`);
 
-const mesh = await startMesh({
-  namespace: values.namespace,
-  modelRepository: values['model-repository'],
-  httpPort,
-  workers,
-  logLevel: values['log-level'],
-  flags: { worker: ['--runtime', values.runtime] },
-});
+// Ctrl-C or SIGTERM while the mesh starts stops the processes started so far; afterwards it stops the mesh.
+const starting = new AbortController();
+let mesh: RunningMesh | undefined;
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  if (!mesh) return starting.abort();
+  await mesh.stop();
+  process.exit(0);
+};
+process.on('SIGINT', () => void stop());
+process.on('SIGTERM', () => void stop());
+
+try {
+  mesh = await startMesh({
+    namespace: values.namespace,
+    modelRepository: values['model-repository'],
+    httpPort,
+    workers,
+    logLevel: values['log-level'],
+    flags: { worker: ['--runtime', values.runtime] },
+    restart: 'all',
+    signal: starting.signal,
+  });
+} catch (err) {
+  process.stderr.write(`${(err as Error).message}\n`);
+  // Stopped on request is a clean exit, as it is once the mesh is up.
+  process.exit(starting.signal.aborted ? 0 : 1);
+}
 const url = `http://localhost:${httpPort}`;
 const x = Array.from({ length: 16 }, (_, i) => (i / 16).toFixed(4)).join(',');
 process.stdout.write(`
@@ -39,24 +63,5 @@ Try it:
   curl -s -X POST ${url}/v2/models/tiny/infer -H 'Content-Type: application/json' \\
     -d '{"inputs":[{"name":"x","shape":[1,16],"datatype":"FP32","data":[${x}]}]}'
 
-Ctrl-C stops every service.
+A service that exits is started again; Ctrl-C stops every service.
 `);
-
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  await mesh.stop();
-  process.exit(0);
-};
-process.on('SIGINT', () => void stop());
-process.on('SIGTERM', () => void stop());
-// Workers are started again when they die; the gateway and the batcher stop the mesh.
-for (const s of mesh.services.filter((x) => !x.name.startsWith('worker-'))) {
-  void s.exited.then((code) => {
-    if (!stopping) {
-      process.stderr.write(`${s.name} exited with code ${code}; stopping the mesh\n`);
-      void stop().then(() => process.exit(1));
-    }
-  });
-}

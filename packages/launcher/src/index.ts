@@ -1,1 +1,2 @@
+export * from './backoff.js';
 export * from './mesh-processes.js';

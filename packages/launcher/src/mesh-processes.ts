@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 
 /**
  * Runs the mesh as separate OS processes (gateway, batcher, N workers)
@@ -11,6 +12,29 @@ export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SERVICE_ENTRY = (s: string) => `${ROOT}services/${s}/src/main.ts`;
 
 export type ServiceName = 'gateway' | 'batcher' | 'worker';
+
+/**
+ * Which processes are started again when they exit once the mesh is up:
+ * - `workers`: workers that die (a crash, a kill -9); one that exits 0 (drained on SIGTERM) stays
+ *   down, and a dead gateway or batcher stays dead, so a test can take one out on purpose;
+ * - `all`: every process, whatever its exit, as a process supervisor would (`npm start`): the mesh
+ *   stops only when `stop()` is called;
+ * - `none`: nothing.
+ */
+export type RestartScope = 'workers' | 'all' | 'none';
+
+/** One restart decided by the launcher (the process is spawned again after `delayMs`). */
+export interface RestartEvent {
+  /** The service's label: gateway, batcher, worker-0, … */
+  service: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** How long the process ran before it exited. */
+  upMs: number;
+  /** 1 after a healthy run, then counting while the service keeps dying early. */
+  attempt: number;
+  delayMs: number;
+}
 
 export interface MeshOptions {
   namespace: string;
@@ -23,11 +47,15 @@ export interface MeshOptions {
   /** Where service output goes: inherit (prefixed lines) or a callback. */
   onLine?: (service: string, line: string) => void;
   logLevel?: string;
-  /**
-   * Start a worker again when it dies (a crash, a kill -9), as a process
-   * supervisor or compose's restart policy would; a worker that exits 0
-   * (drained on SIGTERM) stays down. Default true.
-   */
+  /** What is started again when it exits (default `workers`). */
+  restart?: RestartScope;
+  /** Restart delays per service (default 0.5 s doubling to 15 s, reset after 30 s up). */
+  backoff?: BackoffOptions;
+  /** Told of every restart; the launcher also logs one line per restart under the label `launcher`. */
+  onRestart?: (event: RestartEvent) => void;
+  /** Aborting it while the mesh starts stops what was started and rejects the start. */
+  signal?: AbortSignal;
+  /** `false` is `restart: 'none'` (kept for existing callers). */
   restartWorkers?: boolean;
 }
 
@@ -40,12 +68,12 @@ export interface ServiceProcess {
 
 export interface RunningMesh {
   readonly url: string;
-  /** Every process; a restarted worker replaces its entry. */
+  /** Every process; a restarted one replaces its entry. */
   readonly services: ServiceProcess[];
   /** The worker processes now running or last started, by label (worker-0, worker-1, …). */
   workers(): ServiceProcess[];
-  /** Workers started again after they died. */
-  restarts(): number;
+  /** Restarts decided so far, of one service (by label) or of all. */
+  restarts(service?: string): number;
   /** SIGTERM every process and wait for it (SIGKILL after `graceMs`). */
   stop(graceMs?: number): Promise<void>;
 }
@@ -99,7 +127,10 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   const services: ServiceProcess[] = [];
   let stopping = false;
   let started = false;
-  let restarts = 0;
+  const restartLog: RestartEvent[] = [];
+  // Restarts waiting out their delay: stop() cancels them.
+  const pending = new Set<NodeJS.Timeout>();
+  const scope: RestartScope = opts.restartWorkers === false ? 'none' : (opts.restart ?? 'workers');
   // Workers announce readiness once every lane compiled and warmed its tiers.
   const workersReady = new Set<string>();
   let onWorkerReady: () => void = () => undefined;
@@ -119,6 +150,8 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   };
   const stop = async (graceMs = 10_000) => {
     stopping = true;
+    for (const t of pending) clearTimeout(t);
+    pending.clear();
     await Promise.all(
       services.map(async (s) => {
         if (s.child.exitCode !== null || s.child.signalCode !== null) return;
@@ -136,55 +169,77 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   // Workers lease their devices (no ids given). CPU workers split the cores into one device per worker.
   const cpu = !workerFlags.some((f, i) => f === '--runtime' && workerFlags[i + 1] === 'ge');
   const deviceCount = cpu && !workerFlags.includes('--device-count') ? ['--device-count', String(workers)] : [];
-  const workerArgs = [...common, ...workerLogLevel, ...deviceCount, ...workerFlags];
-  const superviseWorker = (label: string) => {
-    const s = startService('worker', label, workerArgs, opts);
+  const argsOf = (name: ServiceName): string[] => {
+    if (name === 'worker') return [...common, ...workerLogLevel, ...deviceCount, ...workerFlags];
+    if (name === 'gateway') return [...common, '--http-port', String(opts.httpPort), ...(opts.flags?.gateway ?? [])];
+    return [...common, ...(opts.flags?.batcher ?? [])];
+  };
+  const wantsRestart = (name: ServiceName, code: number | null): boolean => {
+    if (scope === 'all') return true;
+    return scope === 'workers' && name === 'worker' && code !== 0;
+  };
+  /** Starts a service and keeps it running per the restart scope; one backoff per label. */
+  const supervise = (name: ServiceName, label: string, backoff = new Backoff(opts.backoff ?? DEFAULT_BACKOFF)) => {
+    const s = startService(name, label, argsOf(name), opts);
     const i = services.findIndex((x) => x.name === label);
     if (i >= 0) services[i] = s;
     else services.push(s);
+    const startedAt = Date.now();
     void s.exited.then((code) => {
-      // A worker that fails while the mesh starts fails the start instead.
-      if (!started || stopping || code === 0 || opts.restartWorkers === false) return;
-      restarts++;
-      (opts.onLine ?? userOnLine)(label, `exited with code ${code} (signal ${s.child.signalCode}); starting it again`);
-      setTimeout(() => {
-        if (!stopping) superviseWorker(label);
-      }, 250);
+      // A process that fails while the mesh starts fails the start instead (a bad flag or repository
+      // would otherwise loop); once up, the scope decides.
+      if (!started || stopping || !wantsRestart(name, code)) return;
+      const upMs = Date.now() - startedAt;
+      const event: RestartEvent = { service: label, code, signal: s.child.signalCode, upMs, ...backoff.next(upMs) };
+      restartLog.push(event);
+      (opts.onLine ?? userOnLine)('launcher', describeRestart(event));
+      opts.onRestart?.(event);
+      const t = setTimeout(() => {
+        pending.delete(t);
+        if (!stopping) supervise(name, label, backoff);
+      }, event.delayMs);
+      pending.add(t);
     });
   };
   try {
-    for (let i = 0; i < workers; i++) superviseWorker(`worker-${i}`);
-    services.push(startService('batcher', 'batcher', [...common, ...(opts.flags?.batcher ?? [])], opts));
-    services.push(
-      startService(
-        'gateway',
-        'gateway',
-        [...common, '--http-port', String(opts.httpPort), ...(opts.flags?.gateway ?? [])],
-        opts,
-      ),
-    );
+    for (let i = 0; i < workers; i++) supervise('worker', `worker-${i}`);
+    supervise('batcher', 'batcher');
+    supervise('gateway', 'gateway');
     const url = `http://127.0.0.1:${opts.httpPort}`;
     const failed = Promise.race(
       services.map((s) =>
         s.exited.then((code) => Promise.reject(new Error(`${s.name} exited with code ${code} during start`))),
       ),
     );
+    const aborted = new Promise<never>((_, reject) => {
+      const onAbort = () => reject(new Error('mesh start aborted'));
+      if (opts.signal?.aborted) onAbort();
+      else opts.signal?.addEventListener('abort', onAbort, { once: true });
+    });
     // The gateway is ready once every wanted model has a ready worker: wait for the workers first.
     await Promise.race([
       allWorkersReady.then(() => waitForHttp(`${url}/v2/health/ready`, 120_000, (st) => st === 200)),
       failed,
+      aborted,
     ]);
     failed.catch(() => undefined);
+    aborted.catch(() => undefined);
     started = true;
     return {
       url,
       services,
       stop,
       workers: () => services.filter((s) => s.name.startsWith('worker-')),
-      restarts: () => restarts,
+      restarts: (service) => restartLog.filter((e) => service === undefined || e.service === service).length,
     };
   } catch (err) {
     await stop(2_000);
     throw err;
   }
+}
+
+/** The launcher's one line per restart: which service, how it ended, and when it comes back. */
+export function describeRestart(e: RestartEvent): string {
+  const how = e.signal ? `signal ${e.signal}` : `code ${e.code}`;
+  return `${e.service} exited (${how}) after ${(e.upMs / 1000).toFixed(1)} s; restart ${e.attempt} in ${(e.delayMs / 1000).toFixed(1)} s`;
 }
