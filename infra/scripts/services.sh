@@ -5,12 +5,29 @@ set -euo pipefail
 
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Redis persists with an append-only file fsynced every second, as infra/redis/redis.conf does:
+# a restarted Redis must come back with its claims, manifests and leases. A Redis that already
+# runs is left as it is (it may be the machine's shared one): only a note if it does not persist.
 if ! up 6379; then
   if command -v redis-server >/dev/null 2>&1; then
-    echo "starting redis-server"
-    mkdir -p /var/lib/redis /var/log/redis 2>/dev/null || true
-    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
-      --dir /var/lib/redis --logfile /var/log/redis/ci.log
+    echo "starting redis-server (AOF, appendfsync everysec)"
+    # The system's dirs when writable, else a per-user state dir: the AOF needs a directory it can write.
+    redis_dir=/var/lib/redis
+    redis_log=/var/log/redis/ci.log
+    if ! { mkdir -p "$redis_dir" 2>/dev/null && [ -w "$redis_dir" ]; }; then
+      redis_dir="${XDG_STATE_HOME:-$HOME/.local/state}/ge-mesh/redis"
+      mkdir -p "$redis_dir"
+    fi
+    if ! { mkdir -p "$(dirname "$redis_log")" 2>/dev/null && [ -w "$(dirname "$redis_log")" ]; }; then
+      redis_log="$redis_dir/redis.log"
+    fi
+    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" \
+      --appendonly yes --appendfsync everysec --dir "$redis_dir" --logfile "$redis_log"
+  fi
+elif command -v redis-cli >/dev/null 2>&1; then
+  if [ "$(redis-cli -h 127.0.0.1 -p 6379 config get appendonly 2>/dev/null | tail -n 1)" = no ]; then
+    echo "note: the Redis on 127.0.0.1:6379 runs without AOF; its state is lost when it restarts" \
+      "(enable it with: redis-cli config set appendonly yes)" >&2
   fi
 fi
 if ! up 5672; then

@@ -101,7 +101,22 @@ describe('docker compose (static)', () => {
     assert.deepEqual(Object.keys(s).sort(), ['batcher', 'gateway', 'models', 'rabbitmq', 'redis', 'worker']);
     assert.match(s.rabbitmq?.image ?? '', /^rabbitmq:3\.\d+/);
     assert.match(s.redis?.image ?? '', /^redis:7\.\d+/);
-    assert.deepEqual(Object.keys(compose.volumes ?? {}).sort(), ['models', 'rabbitmq-data']);
+    assert.deepEqual(Object.keys(compose.volumes ?? {}).sort(), ['models', 'rabbitmq-data', 'redis-data']);
+  });
+
+  it('persists Redis: an append-only file fsynced every second, on a volume', () => {
+    const conf = read('infra/redis/redis.conf');
+    assert.match(conf, /^appendonly yes$/m);
+    assert.match(conf, /^appendfsync everysec$/m);
+    assert.doesNotMatch(conf, /^appendonly no$/m);
+    // The AOF lands in Redis's dir: the image's working directory /data unless the conf says otherwise.
+    const dir = /^dir (\S+)$/m.exec(conf)?.[1] ?? '/data';
+    assert.ok(s.redis?.volumes?.includes(`redis-data:${dir}`), `redis-data mounted at ${dir}`);
+    const command = s.redis?.command as string[];
+    assert.deepEqual(command.slice(0, 2), ['redis-server', '/usr/local/etc/redis/redis.conf']);
+    const flag = (name: string) => command[command.indexOf(name) + 1];
+    assert.equal(flag('--appendonly'), 'yes');
+    assert.equal(flag('--appendfsync'), 'everysec');
   });
 
   it('gives every long-running service a healthcheck and a restart policy, and starts the mesh after its infrastructure', () => {
