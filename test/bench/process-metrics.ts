@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 export function cpuSeconds(pid: number): number {
@@ -18,4 +18,21 @@ export function peakRssMiB(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** The machine's RabbitMQ node and Redis server, whose CPU counts in the mesh's cost per request. */
+export function brokerAndRedisPids(): Array<{ name: string; pid: number }> {
+  const found: Array<{ name: string; pid: number }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (cmd.includes('beam.smp') && cmd.includes('rabbit')) found.push({ name: 'rabbitmq', pid: Number(entry) });
+    else if (cmd.startsWith('redis-server') && cmd.includes(':6379')) found.push({ name: 'redis', pid: Number(entry) });
+  }
+  return found;
 }

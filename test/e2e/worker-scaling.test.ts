@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { DEFAULT_DELIVERY_LIMIT, topology } from '@ge-mesh/broker';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import {
-  decode,
+  decodeResponses,
   encode,
   type InferRequestMessage,
   type InferResponseMessage,
@@ -15,7 +15,7 @@ import { type WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { RABBITMQ_URL, REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
+import { DURABILITY, RABBITMQ_URL, REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
 
 /**
@@ -64,13 +64,12 @@ class Ledger {
     const ch = await conn.createConfirmChannel();
     const replyQueue = `${namespace}.replies.ledger-${randomUUID()}`;
     await ch.assertQueue(replyQueue, { exclusive: true, autoDelete: true, durable: false });
-    const l = new Ledger(conn, ch, topology(namespace).requests('tiny'), replyQueue);
+    const l = new Ledger(conn, ch, topology(namespace, DURABILITY).requests('tiny'), replyQueue);
     await ch.consume(
       replyQueue,
       (msg) => {
         if (!msg) return;
-        const res = decode<InferResponseMessage>(msg.content);
-        l.sent.get(res.id)?.replies.push({ at: Date.now(), res });
+        for (const res of decodeResponses(msg.content)) l.sent.get(res.id)?.replies.push({ at: Date.now(), res });
       },
       { noAck: true },
     );
@@ -100,7 +99,9 @@ class Ledger {
     };
     this.sent.set(id, { seed, sentAt: now, deadline: msg.deadline, replies: [] });
     await new Promise<void>((resolve, reject) =>
-      this.ch.sendToQueue(this.queue, encode(msg), { persistent: true }, (err) => (err ? reject(err) : resolve())),
+      this.ch.sendToQueue(this.queue, encode(msg), { persistent: DURABILITY === 'durable' }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
     );
     return id;
   }

@@ -5,14 +5,14 @@ import { join } from 'node:path';
 import { topology } from '@ge-mesh/broker';
 import { demoModel, ensureDemoModels, sampleInputs } from '@ge-mesh/demo-models';
 import {
-  decode,
+  decodeResponses,
   encode,
   type InferRequestMessage,
   type InferResponseMessage,
   PROTOCOL_VERSION,
 } from '@ge-mesh/protocol';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { DEMO_REPOSITORY, RABBITMQ_URL } from './mesh-harness.js';
+import { DEMO_REPOSITORY, DURABILITY, RABBITMQ_URL } from './mesh-harness.js';
 
 /**
  * A throw-away model repository of variants of the demo model `tiny`
@@ -75,9 +75,10 @@ export class RawProducer {
       replyQueue,
       (msg) => {
         if (!msg) return;
-        const res = decode<InferResponseMessage>(msg.content);
-        p.replies.push(res);
-        p.counts.set(res.id, (p.counts.get(res.id) ?? 0) + 1);
+        for (const res of decodeResponses(msg.content)) {
+          p.replies.push(res);
+          p.counts.set(res.id, (p.counts.get(res.id) ?? 0) + 1);
+        }
         for (const w of p.waiters) w();
       },
       { noAck: true },
@@ -115,8 +116,11 @@ export class RawProducer {
       correlationId: id,
     };
     await new Promise<void>((resolve, reject) =>
-      this.ch.sendToQueue(topology(this.namespace).requests(model), encode(msg), { persistent: true }, (err) =>
-        err ? reject(err) : resolve(),
+      this.ch.sendToQueue(
+        topology(this.namespace, DURABILITY).requests(model),
+        encode(msg),
+        { persistent: DURABILITY === 'durable' },
+        (err) => (err ? reject(err) : resolve()),
       ),
     );
     return { id, model, rows, seed };

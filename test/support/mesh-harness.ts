@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { topology } from '@ge-mesh/broker';
+import { type Durability, topology } from '@ge-mesh/broker';
 import { ingressNames } from '@ge-mesh/client';
 import { ensureDemoModels } from '@ge-mesh/demo-models';
 import { type MeshOptions, ROOT, type RunningMesh, startMesh } from '@ge-mesh/launcher';
@@ -11,6 +11,11 @@ import amqp from 'amqplib';
 export const RABBITMQ_URL = process.env.GEMESH_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 export const REDIS_URL = process.env.GEMESH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const DEMO_REPOSITORY = join(ROOT, 'infra/model_repository');
+/**
+ * Durability mode of the meshes tests start (the services read GEMESH_DURABILITY
+ * from the environment they inherit); the suite runs once per mode.
+ */
+export const DURABILITY = (process.env.GEMESH_DURABILITY ?? 'fast') as Durability;
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -49,6 +54,7 @@ export async function startTestMesh(opts: Partial<MeshOptions> & { models?: stri
     // Metrics on an ephemeral port: meshes of parallel tests must not fight over 8002.
     env: { GEMESH_RABBITMQ_URL: RABBITMQ_URL, GEMESH_REDIS_URL: REDIS_URL, GEMESH_METRICS_PORT: '0', ...opts.env },
     ...(opts.flags ? { flags: opts.flags } : {}),
+    ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}),
     onLine: (svc, line) => {
       lines.push(`[${svc}] ${line}`);
       if (process.env.GEMESH_TEST_VERBOSE) process.stderr.write(`[${svc}] ${line}\n`);
@@ -70,11 +76,7 @@ export async function purgeNamespace(namespace: string, models: string[]): Promi
   const conn = await amqp.connect(RABBITMQ_URL);
   try {
     const ingress = ingressNames(namespace);
-    for (const q of [
-      ...models.flatMap((m) => [topo.requests(m), topo.batches(m)]),
-      topo.deadLetterQueue,
-      ingress.queue,
-    ]) {
+    for (const q of [...models.flatMap((m) => topo.workQueues(m)), topo.deadLetterQueue, ingress.queue]) {
       const ch = await conn.createChannel();
       await ch.deleteQueue(q).catch(() => undefined);
       await ch.close().catch(() => undefined);

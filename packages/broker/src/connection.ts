@@ -1,6 +1,7 @@
+import type { Socket } from 'node:net';
 import type { Logger } from '@ge-mesh/telemetry';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
-import { DEFAULT_DELIVERY_LIMIT, type Topology } from './topology.js';
+import { DEFAULT_DELIVERY_LIMIT, type Durability, type Topology } from './topology.js';
 
 export type { Channel, ConfirmChannel, ConsumeMessage };
 
@@ -29,6 +30,7 @@ export class Broker {
   static async connect(url: string, topo: Topology, log: Logger, name: string): Promise<Broker> {
     // noDelay: without it request/reply suffers Nagle + delayed-ACK stalls (p99 ~47 ms).
     const connection = await amqp.connect(url, { noDelay: true, clientProperties: { connection_name: name } });
+    coalesceWrites((connection.connection as unknown as { stream: Socket }).stream);
     const publisher = await connection.createConfirmChannel();
     return new Broker(connection, publisher, topo, log);
   }
@@ -47,18 +49,34 @@ export class Broker {
     return this.publish('', queue, body, options);
   }
 
-  /** Declare a work queue: quorum, durable, bounded redeliveries, dead-lettered. */
-  async assertWorkQueue(ch: Channel, queue: string, deliveryLimit = DEFAULT_DELIVERY_LIMIT): Promise<void> {
+  /** Messages of the request and batch hops are persistent only in the durable mode. */
+  get persistent(): boolean {
+    return this.topology.durability === 'durable';
+  }
+
+  /**
+   * Declare a work queue, dead-lettered. Durable mode: a quorum queue with the
+   * broker's delivery limit. Fast mode: a classic queue (the declaration
+   * survives a broker restart, its transient messages do not); classic queues
+   * refuse x-delivery-limit, so consumers count deliveries themselves (the
+   * worker's start-batch does, in Redis).
+   */
+  async assertWorkQueue(
+    ch: Channel,
+    queue: string,
+    durability: Durability = this.topology.durability,
+    deliveryLimit = DEFAULT_DELIVERY_LIMIT,
+  ): Promise<void> {
     await ch.assertExchange(this.topology.deadLetterExchange, 'fanout', { durable: true });
     await ch.assertQueue(this.topology.deadLetterQueue, { durable: true });
     await ch.bindQueue(this.topology.deadLetterQueue, this.topology.deadLetterExchange, '');
+    const deadLetters = { 'x-dead-letter-exchange': this.topology.deadLetterExchange };
     await ch.assertQueue(queue, {
       durable: true,
-      arguments: {
-        'x-queue-type': 'quorum',
-        'x-delivery-limit': deliveryLimit,
-        'x-dead-letter-exchange': this.topology.deadLetterExchange,
-      },
+      arguments:
+        durability === 'durable'
+          ? { 'x-queue-type': 'quorum', 'x-delivery-limit': deliveryLimit, ...deadLetters }
+          : { 'x-queue-type': 'classic', ...deadLetters },
     });
   }
 
@@ -101,4 +119,27 @@ export class Broker {
       // Already closed.
     }
   }
+}
+
+/**
+ * Coalesce every frame written to the broker socket in one tick into one
+ * write: amqplib writes each frame (publish, ack, confirm) on its own, and
+ * with noDelay each is a syscall and a TCP segment. Corking until the next
+ * tick turns a burst of acks and publishes into a single writev.
+ */
+export function coalesceWrites(socket: Socket): void {
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    socket.uncork();
+  };
+  socket.write = ((...args: unknown[]) => {
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      process.nextTick(uncork);
+    }
+    return write(...args);
+  }) as Socket['write'];
 }

@@ -3,30 +3,59 @@
  * so several meshes (and parallel tests) share one RabbitMQ without touching
  * each other.
  *
- *   <ns>.requests.<model>   gateway → batcher   (quorum, durable)
- *   <ns>.batches.<model>    batcher → workers   (quorum, durable)
- *   <ns>.replies.<id>       worker  → gateway   (exclusive, per gateway process)
- *   <ns>.dead               dead-letter queue for poison messages
+ * The request and batch hops come in two durability modes, each with its own
+ * queue names (a queue cannot change type in place):
+ *
+ *   fast (default)              durable
+ *   <ns>.t.requests.<model>     <ns>.requests.<model>    gateway → batcher
+ *   <ns>.t.batches.<model>      <ns>.batches.<model>     batcher → workers
+ *   classic queues,             quorum queues,
+ *   transient messages          persistent messages
+ *
+ *   <ns>.replies.<id>       worker → gateway   (exclusive, per gateway process)
+ *   <ns>.dlx / <ns>.dead    dead letters of both modes
+ *
+ * Fast: a process crash loses nothing (requests stay unacked until the next
+ * hop confirmed), a broker crash turns the requests it held into timeouts.
+ * Durable: requests survive a broker restart, at a quorum write per hop.
  */
+export type Durability = 'fast' | 'durable';
+export const DURABILITIES: readonly Durability[] = ['fast', 'durable'];
+
 export interface Topology {
   readonly namespace: string;
+  readonly durability: Durability;
   requests(model: string): string;
   batches(model: string): string;
   replies(owner: string): string;
+  /** Is this one of the namespace's request (or batch) queues, of either mode? */
+  isRequestQueue(queue: string): boolean;
+  isBatchQueue(queue: string): boolean;
+  /** Every work queue name a model may have, both modes (purging, tests). */
+  workQueues(model: string): string[];
   readonly deadLetterExchange: string;
   readonly deadLetterQueue: string;
 }
 
-export function topology(namespace: string): Topology {
+export function topology(namespace: string, durability: Durability = 'fast'): Topology {
+  const prefix = (d: Durability) => (d === 'fast' ? `${namespace}.t` : namespace);
+  const p = prefix(durability);
+  const matches = (hop: string) => (queue: string) =>
+    DURABILITIES.some((d) => queue.startsWith(`${prefix(d)}.${hop}.`));
   return Object.freeze({
     namespace,
-    requests: (model: string) => `${namespace}.requests.${model}`,
-    batches: (model: string) => `${namespace}.batches.${model}`,
+    durability,
+    requests: (model: string) => `${p}.requests.${model}`,
+    batches: (model: string) => `${p}.batches.${model}`,
     replies: (owner: string) => `${namespace}.replies.${owner}`,
+    isRequestQueue: matches('requests'),
+    isBatchQueue: matches('batches'),
+    workQueues: (model: string) =>
+      DURABILITIES.flatMap((d) => [`${prefix(d)}.requests.${model}`, `${prefix(d)}.batches.${model}`]),
     deadLetterExchange: `${namespace}.dlx`,
     deadLetterQueue: `${namespace}.dead`,
   });
 }
 
-/** Redeliveries after which a message is dead-lettered instead of looping. */
+/** Deliveries after which a message is dead-lettered instead of looping. */
 export const DEFAULT_DELIVERY_LIMIT = 5;

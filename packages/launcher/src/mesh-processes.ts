@@ -47,6 +47,8 @@ export interface MeshOptions {
   /** Where service output goes: inherit (prefixed lines) or a callback. */
   onLine?: (service: string, line: string) => void;
   logLevel?: string;
+  /** Extra Node.js flags for every service (e.g. --cpu-prof, which NODE_OPTIONS refuses). */
+  nodeArgs?: string[];
   /** What is started again when it exits (default `workers`). */
   restart?: RestartScope;
   /** Restart delays per service (default 0.5 s doubling to 15 s, reset after 30 s up). */
@@ -79,7 +81,7 @@ export interface RunningMesh {
 }
 
 export function startService(name: ServiceName, label: string, args: string[], opts: MeshOptions): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVICE_ENTRY(name), ...args], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', SERVICE_ENTRY(name), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

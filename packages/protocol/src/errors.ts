@@ -40,6 +40,8 @@ export const ERRORS = {
   EXECUTION_FAILED: { status: 500, retryable: false },
   /** The batch carrying the request crashed every worker that ran it and was dead-lettered. */
   POISON_INPUT: { status: 500, retryable: false },
+  /** A message from a service of another protocol version (a mesh half-way through an upgrade). */
+  PROTOCOL_MISMATCH: { status: 500, retryable: true },
   INTERNAL: { status: 500, retryable: false },
 } as const satisfies Record<string, { status: number; retryable: boolean }>;
 

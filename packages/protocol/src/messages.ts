@@ -6,7 +6,7 @@ import type { WireError } from './errors.js';
  * Messages between the services. Tensors travel as raw little-endian bytes
  * (msgpack bin), never as number arrays.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export interface WireTensor {
   name: string;
@@ -64,6 +64,20 @@ export interface BatchMessage {
   formedAt: number;
 }
 
+/**
+ * Refusal of a message from another protocol version, or null when it is
+ * ours. Services of different versions never mix silently: the receiver
+ * answers (or dead-letters) the message with this error and logs it.
+ * v2: responses travel grouped per batch and reply queue (an array).
+ */
+export function versionMismatch(v: unknown, what: string): WireError | null {
+  if (v === PROTOCOL_VERSION) return null;
+  return {
+    code: 'PROTOCOL_MISMATCH',
+    message: `a ${what} of protocol version ${String(v)} reached a service of version ${PROTOCOL_VERSION}: run one version of GE Mesh per namespace (finish the upgrade, or give the new version its own --namespace)`,
+  };
+}
+
 /** Time spent per stage, as Triton's statistics count it (ns). */
 export interface StageTimings {
   queueNs: number;
@@ -93,6 +107,16 @@ export interface InferResponseMessage {
   outputs?: WireTensor[];
   error?: WireError;
   timings?: StageTimings;
+}
+
+/**
+ * A message on a reply queue: one response (errors answered outside a
+ * batch), or every response of one batch for that queue, as an array (one
+ * broker message per batch and gateway instead of one per request).
+ */
+export function decodeResponses(bytes: Uint8Array): InferResponseMessage[] {
+  const d = decode<InferResponseMessage | InferResponseMessage[]>(bytes);
+  return Array.isArray(d) ? d : [d];
 }
 
 // Records off: Redis' cmsgpack and non-JS producers read these bodies too.

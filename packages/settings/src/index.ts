@@ -138,6 +138,12 @@ export const COMMON_OPTIONS = {
     default: 'infra/model_repository',
     doc: 'Path of the Triton-layout model repository (<repo>/<model>/config.pbtxt, <repo>/<model>/<version>/model.onnx).',
   },
+  durability: {
+    kind: 'string',
+    default: 'fast',
+    doc: "Request and batch hops: 'fast' (classic queues, transient messages: a process crash loses nothing, a broker crash fails the requests it held) or 'durable' (quorum queues, persistent messages: requests survive a broker restart). Every service of a mesh must use the same mode; each mode has its own queues.",
+    schema: Type.Union([Type.Literal('fast'), Type.Literal('durable')]),
+  },
   logLevel: {
     kind: 'string',
     default: 'info',

@@ -10,9 +10,14 @@
   ARGV[1]        batchId
   ARGV[2]        now, ms since the epoch
   ARGV[3]        TTL for a manifest or claim that has to be written again, ms
+  ARGV[4]        delivery limit: starts after which the batch is poison (0 = no limit). Classic
+                 queues have no delivery limit of their own, so the count is kept here, in
+                 the manifest's 'starts' field, for both durability modes alike.
 
   Returns
     {0}              the batch was already answered (state 'done'): run nothing
+    {-1, starts}     the batch was started more than the delivery limit allows (every worker
+                     that took it died or gave it back): dead-letter it, run nothing
     {1, i, j, ...}   run members i, j (1-based); the others belong to another batch.
                      A manifest or claim that is gone (expired, or Redis lost it) is
                      written again for this batch, so a later copy is not run twice.
@@ -22,6 +27,11 @@ if state == 'done' then
   return {0}
 end
 local ttl = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local starts = redis.call('HINCRBY', KEYS[1], 'starts', 1)
+if limit > 0 and starts > limit then
+  return {-1, starts}
+end
 local run = {1}
 for i = 2, #KEYS do
   local owner = redis.call('GET', KEYS[i])

@@ -38,8 +38,11 @@ export type CreateBatchResult =
   /** Every lane slot of the model is taken. */
   | { ok: false; reason: 'no-lane'; inFlight: number };
 
-/** Which members of a batch a worker runs. */
-export type StartBatchResult = { kind: 'done' } | { kind: 'run'; members: number[] };
+/** Which members of a batch a worker runs; 'poison' when it was started past the delivery limit. */
+export type StartBatchResult =
+  | { kind: 'done' }
+  | { kind: 'poison'; starts: number }
+  | { kind: 'run'; members: number[] };
 
 /** Tier costs not refreshed for this long are forgotten. */
 const TIER_COST_TTL_MS = 60 * 60_000;
@@ -132,13 +135,23 @@ export class BatchStore {
     return res[0] === 1;
   }
 
-  /** A worker is about to run a batch: which of its members (0-based) it answers. */
-  async startBatch(batchId: string, memberIds: readonly string[], now = Date.now()): Promise<StartBatchResult> {
+  /**
+   * A worker is about to run a batch: which of its members (0-based) it
+   * answers. `deliveryLimit` starts at most (0 = no limit, e.g. for answering
+   * a dead letter).
+   */
+  async startBatch(
+    batchId: string,
+    memberIds: readonly string[],
+    deliveryLimit = 0,
+    now = Date.now(),
+  ): Promise<StartBatchResult> {
     const res = (await this.scripts['start-batch-1'](
       [this.batchKey(batchId), ...memberIds.map((id) => this.claimKey(id))],
-      [batchId, now, this.ttlMs],
+      [batchId, now, this.ttlMs, deliveryLimit],
     )) as number[];
     if (res[0] === 0) return { kind: 'done' };
+    if (res[0] === -1) return { kind: 'poison', starts: res[1] ?? 0 };
     return { kind: 'run', members: res.slice(1).map((i) => i - 1) };
   }
 

@@ -27,6 +27,9 @@ export class LaneSlots {
   private sub?: BatchStore['redis'];
   private stopped = false;
   private readonly registry: WorkerRegistry;
+  /** In-flight batches as last read or counted; undefined = read Redis next time. */
+  private known?: number;
+  private reads = 0;
 
   constructor(
     private readonly broker: Broker,
@@ -44,14 +47,47 @@ export class LaneSlots {
   async start(): Promise<void> {
     this.sub = this.store.redis.duplicate();
     this.sub.on('error', (err: Error) => this.log.warn({ err: err.message }, 'lane notifications: redis error'));
-    this.sub.on('message', () => this.onChange());
+    this.sub.on('message', () => {
+      this.invalidate();
+      this.onChange();
+    });
     await this.sub.subscribe(this.store.lanesChannel(this.model));
     await this.poll();
   }
 
-  /** Batches of the model formed and not yet finished, from Redis. */
-  inFlight(): Promise<number> {
-    return this.store.inFlight(this.model);
+  /**
+   * Batches of the model formed and not yet finished. Read from Redis only
+   * when something may have changed it behind this batcher's back (a finish
+   * notification, a poll, a refused create-batch); in between, this batcher's
+   * own batches are counted here, so forming a batch costs no extra round
+   * trip. create-batch enforces the limit atomically either way: a stale
+   * count can only make a batcher try early (and be refused) or wait for the
+   * next notification.
+   */
+  async inFlight(): Promise<number> {
+    if (this.known === undefined) {
+      const stamp = ++this.reads;
+      const n = await this.store.inFlight(this.model);
+      // A notification during the read makes it stale again.
+      if (stamp === this.reads) this.known = n;
+      return n;
+    }
+    return this.known;
+  }
+
+  /** This batcher recorded a batch (create-batch took a slot). */
+  formed(): void {
+    if (this.known !== undefined) this.known++;
+  }
+
+  /** create-batch reported the count. */
+  observed(inFlight: number): void {
+    this.known = inFlight;
+  }
+
+  private invalidate(): void {
+    this.known = undefined;
+    this.reads++;
   }
 
   private async poll(): Promise<void> {
@@ -72,6 +108,8 @@ export class LaneSlots {
       const registered = consumerCount > 0 ? await this.registry.liveLanes(this.model) : 0;
       const lanes = registered > 0 ? registered : consumerCount * this.lanesPerWorker;
       this.costs = await this.store.tierCosts(this.model);
+      // Slots also lapse in Redis (a dead worker's batches): re-read now and then.
+      this.invalidate();
       if (lanes !== this.lanes) {
         this.log.info({ model: this.model, lanes, workers: consumerCount }, 'live lanes');
         this.lanes = lanes;

@@ -1,4 +1,4 @@
-import { Broker, topology } from '@ge-mesh/broker';
+import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
@@ -8,7 +8,7 @@ import { loadBatcherSettings } from './settings.js';
 
 const settings = loadBatcherSettings();
 const log = createLogger('batcher', settings.logLevel);
-const topo = topology(settings.namespace);
+const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repo = await loadRepository(settings.modelRepository);
 for (const [name, err] of repo.errors) log.error({ model: name, err: err.message }, 'model not loaded');

@@ -9,6 +9,7 @@ import {
   type InferResponseMessage,
   PROTOCOL_VERSION,
   TRITON_MESSAGES,
+  versionMismatch,
   type WireError,
 } from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
@@ -232,6 +233,12 @@ export class ModelBatcher {
       this.settle(msg, 'reject');
       return;
     }
+    const mismatch = versionMismatch(req.v, 'request');
+    if (mismatch) {
+      this.log.error({ model: this.model.name, err: mismatch.message }, 'request of another protocol version refused');
+      this.track(this.refuse(msg, req, mismatch));
+      return;
+    }
     if (!msg.fields.redelivered && !this.arrivals) {
       this.enqueue(msg, req);
       return;
@@ -333,6 +340,7 @@ export class ModelBatcher {
         const members = pending.slice(0, d.take);
         this.queue.remove(members);
         const formed = await this.form(members, d.tier, d.rows, limits.total);
+        if (formed === 'ok') this.slots.formed();
         if (formed === 'no-lane') {
           wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
           break;
@@ -416,6 +424,7 @@ export class ModelBatcher {
       return 'ok';
     }
     for (const m of members) this.queue.push(m);
+    if (res.reason === 'no-lane') this.slots.observed(res.inFlight);
     return res.reason === 'no-lane' ? 'no-lane' : 'error';
   }
 
@@ -432,7 +441,7 @@ export class ModelBatcher {
     };
     try {
       await this.broker.send(this.topo.batches(this.model.name), encode(body), {
-        persistent: true,
+        persistent: this.broker.persistent,
         messageId: batchId,
       });
     } catch (err) {
@@ -443,11 +452,34 @@ export class ModelBatcher {
       return;
     }
     crashPoint('published', this.log);
-    // A worker may have started it already ('running'): then there is nothing to mark.
-    await this.store.setState(batchId, 'formed', 'published').catch(() => false);
+    // A worker may have started it already ('running'): then there is nothing to mark. The mark
+    // only spares work: a request redelivered while its batch still reads 'formed' is batched
+    // again and answered once all the same (start-batch), so it does not hold up the acks.
+    const marked = this.store.setState(batchId, 'formed', 'published').catch(() => false);
+    if (crashPoint.armed('marked')) await marked;
     crashPoint('marked', this.log);
     for (const m of members) this.settle(m.item.msg, 'ack');
+    await marked;
     this.log.debug({ model: this.model.name, batchId, tier, rows, requests: members.length }, 'batch published');
+  }
+
+  /** Answer a request the batcher cannot batch at all (no claim: it never reaches a batch). */
+  private async refuse(msg: ConsumeMessage, req: InferRequestMessage, error: WireError): Promise<void> {
+    const res: InferResponseMessage = {
+      v: PROTOCOL_VERSION,
+      id: req.id,
+      correlationId: req.correlationId,
+      model: req.model,
+      version: req.version,
+      error,
+    };
+    try {
+      await this.broker.send(req.replyTo, encode(res), { correlationId: req.correlationId });
+      this.settle(msg, 'ack');
+    } catch (err) {
+      this.log.error({ err, id: req.id }, 'could not refuse a request; dead-lettered');
+      this.settle(msg, 'reject');
+    }
   }
 
   /** Answer a queued request with an error, once mesh-wide (a redelivered copy is then dropped). */

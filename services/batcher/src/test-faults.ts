@@ -20,3 +20,6 @@ export function crashPoint(point: CrashPoint, log: Logger): void {
   log.warn({ point, batch: seen }, 'test fault injection: SIGKILL');
   process.kill(process.pid, 'SIGKILL');
 }
+
+/** Is a crash set at this point? (The hot path then waits for what the point is defined after.) */
+crashPoint.armed = (point: CrashPoint): boolean => spec?.[1] === point;

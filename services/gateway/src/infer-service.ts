@@ -51,7 +51,7 @@ export class InferService {
     const reply = this.replies.wait(id, this.requestTimeoutMs + 1_000);
     try {
       await this.broker.send(this.broker.topology.requests(model.name), encode(msg), {
-        persistent: true,
+        persistent: this.broker.persistent,
         messageId: id,
       });
     } catch {

@@ -1,4 +1,4 @@
-import { Broker, topology } from '@ge-mesh/broker';
+import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
@@ -18,7 +18,7 @@ import { WorkerModelStates } from './worker-model-states.js';
 
 const settings = loadGatewaySettings();
 const log = createLogger('gateway', settings.logLevel);
-const topo = topology(settings.namespace);
+const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repository = await loadRepository(settings.modelRepository);
 for (const [name, err] of repository.errors) log.error({ model: name, err: err.message }, 'model not loaded');

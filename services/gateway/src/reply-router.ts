@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Broker, Channel } from '@ge-mesh/broker';
-import { decode, type InferResponseMessage } from '@ge-mesh/protocol';
+import { decodeResponses, type InferResponseMessage, versionMismatch } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 
 interface Waiter {
@@ -35,32 +35,41 @@ export class ReplyRouter {
       ch,
       this.queue,
       (msg) => {
-        const id = msg.properties.correlationId as string | undefined;
-        let res: InferResponseMessage | null = null;
+        let responses: InferResponseMessage[];
         try {
-          res = decode<InferResponseMessage>(msg.content);
+          responses = decodeResponses(msg.content);
         } catch (err) {
           this.log.error({ err }, 'undecodable reply');
-        }
-        if (res) {
-          try {
-            this.onReply?.(res);
-          } catch (err) {
-            this.log.error({ err }, 'reply observer failed');
-          }
-        }
-        const w = id ? this.waiting.get(id) : undefined;
-        if (!w || !id) {
-          this.duplicates++;
           return;
         }
-        this.waiting.delete(id);
-        clearTimeout(w.timer);
-        w.resolve(res);
+        for (const res of responses) this.deliver(res);
       },
       // Replies are not redelivered to another gateway: if this one dies, its HTTP clients are gone too.
       { noAck: true },
     );
+  }
+
+  private deliver(res: InferResponseMessage): void {
+    const mismatch = versionMismatch(res.v, 'response');
+    if (mismatch) {
+      this.log.error({ err: mismatch.message }, 'response of another protocol version');
+      res = { ...res, outputs: [], error: mismatch };
+    } else {
+      try {
+        this.onReply?.(res);
+      } catch (err) {
+        this.log.error({ err }, 'reply observer failed');
+      }
+    }
+    const id = res.correlationId;
+    const w = typeof id === 'string' ? this.waiting.get(id) : undefined;
+    if (!w) {
+      this.duplicates++;
+      return;
+    }
+    this.waiting.delete(id);
+    clearTimeout(w.timer);
+    w.resolve(res);
   }
 
   /** Resolves with the reply, or null when none came before `timeoutMs`. */

@@ -1,3 +1,4 @@
+import { DEFAULT_DELIVERY_LIMIT } from '@ge-mesh/broker';
 import { type BatchMessage, encode } from '@ge-mesh/protocol';
 import type { BatchStore } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
@@ -21,16 +22,23 @@ export class BatchClaims {
 
   /**
    * The batch body to run: the one received, or a copy without the members
-   * another batch took over; null when there is nothing left to run.
+   * another batch took over; null when there is nothing left to run;
+   * 'poison' when the batch was started past the delivery limit (every worker
+   * that took it died): the caller dead-letters it.
    */
-  async start(batch: BatchMessage, body: Buffer): Promise<Buffer | null> {
+  async start(batch: BatchMessage, body: Buffer): Promise<Buffer | null | 'poison'> {
     const res = await this.store.startBatch(
       batch.batchId,
       batch.members.map((m) => m.id),
+      DEFAULT_DELIVERY_LIMIT + 1,
     );
     if (res.kind === 'done') {
       this.log.warn({ batchId: batch.batchId }, 'batch already answered; not run again');
       return null;
+    }
+    if (res.kind === 'poison') {
+      this.log.error({ batchId: batch.batchId, starts: res.starts }, 'batch started past the delivery limit');
+      return 'poison';
     }
     if (res.members.length === batch.members.length) return body;
     this.log.warn(

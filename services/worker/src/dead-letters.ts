@@ -1,5 +1,11 @@
 import { type Broker, type Channel, type ConsumeMessage, DEFAULT_DELIVERY_LIMIT, type Topology } from '@ge-mesh/broker';
-import { type BatchMessage, decode, type InferRequestMessage, type WireError } from '@ge-mesh/protocol';
+import {
+  type BatchMessage,
+  decode,
+  type InferRequestMessage,
+  versionMismatch,
+  type WireError,
+} from '@ge-mesh/protocol';
 import type { BatchStore } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import { errorReply } from './execute-batch.js';
@@ -45,8 +51,8 @@ export class DeadLetters {
     const queue = String(headers['x-first-death-queue'] ?? '');
     const reason = String(headers['x-first-death-reason'] ?? 'unknown');
     try {
-      if (queue.startsWith(`${this.topo.namespace}.batches.`)) await this.failBatch(msg, reason);
-      else if (queue.startsWith(`${this.topo.namespace}.requests.`)) await this.failRequest(msg, reason);
+      if (this.topo.isBatchQueue(queue)) await this.failBatch(msg, reason);
+      else if (this.topo.isRequestQueue(queue)) await this.failRequest(msg, reason);
       else this.log.warn({ queue, reason }, 'dead letter from an unknown queue dropped');
       ch.ack(msg);
     } catch (err) {
@@ -66,7 +72,7 @@ export class DeadLetters {
 
   private error(kind: string, reason: string): WireError {
     const why =
-      reason === 'delivery_limit'
+      reason === 'delivery_limit' || reason === 'rejected'
         ? `after the delivery limit of ${DEFAULT_DELIVERY_LIMIT} redeliveries: every worker that ran it crashed or gave it back`
         : `(${reason})`;
     return { code: 'POISON_INPUT', message: `the ${kind} carrying this request was dead-lettered ${why}` };
@@ -88,7 +94,7 @@ export class DeadLetters {
       batch.members.map((m) => m.id),
     );
     const answered = res.kind === 'run' ? res.members : [];
-    const error = this.error('batch', reason);
+    const error = versionMismatch(batch.v, 'batch') ?? this.error('batch', reason);
     for (const i of answered) {
       const member = batch.members[i];
       if (!member) continue;

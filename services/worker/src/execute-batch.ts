@@ -7,6 +7,7 @@ import {
   MeshError,
   PROTOCOL_VERSION,
   TRITON_MESSAGES,
+  versionMismatch,
   type WireError,
 } from '@ge-mesh/protocol';
 import { assembleBatch, type BufferPool, type Engine, type EngineModelSpec, sliceOutputs } from '@ge-mesh/runtime';
@@ -18,12 +19,24 @@ export interface Reply {
   body: Uint8Array;
 }
 
+/**
+ * Every response of a batch for one reply queue, encoded as one message
+ * (decodeResponses reads it). `body` owns its memory, so it can be
+ * transferred from the lane to the main thread without a copy.
+ */
+export interface ReplyGroup {
+  replyTo: string;
+  count: number;
+  body: Uint8Array;
+}
+
 const nsSince = (t0: bigint) => Number(process.hrtime.bigint() - t0);
 
 /**
  * Run one batch on a lane: drop expired members, assemble the rest into the
- * tier's pooled buffers, run, slice the outputs per request and encode one
- * response each. Every member gets exactly one reply, outputs or error.
+ * tier's pooled buffers, run, slice the outputs per request and encode the
+ * responses, one message per reply queue. Every member gets exactly one
+ * response, outputs or error.
  */
 export async function executeBatch(
   spec: EngineModelSpec,
@@ -31,13 +44,28 @@ export async function executeBatch(
   pool: BufferPool,
   batchBody: Uint8Array,
   now = Date.now(),
-): Promise<Reply[]> {
+): Promise<ReplyGroup[]> {
+  return groupByReplyQueue(await runBatch(spec, engine, pool, batchBody, now));
+}
+
+type Response = { replyTo: string; msg: InferResponseMessage };
+
+async function runBatch(
+  spec: EngineModelSpec,
+  engine: Engine,
+  pool: BufferPool,
+  batchBody: Uint8Array,
+  now: number,
+): Promise<Response[]> {
   const batch = decode<BatchMessage>(batchBody);
   const requests = batch.members.map((m) => decode<InferRequestMessage>(m.body));
-  const replies: Reply[] = [];
+  const replies: Response[] = [];
   const live: InferRequestMessage[] = [];
   for (const r of requests) {
-    if (r.deadline <= now) replies.push(errorReply(r, { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout }));
+    const mismatch = versionMismatch(r.v, 'request');
+    if (mismatch) replies.push(response(r, { error: mismatch }));
+    else if (r.deadline <= now)
+      replies.push(response(r, { error: { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout } }));
     else live.push(r);
   }
   if (live.length === 0) return replies;
@@ -65,7 +93,7 @@ export async function executeBatch(
     live.forEach((r, i) => {
       const wanted = r.outputs.length > 0 ? new Set(r.outputs) : null;
       replies.push(
-        replyTo(r, {
+        response(r, {
           outputs: (sliced[i] ?? []).filter((t) => !wanted || wanted.has(t.name)),
           timings: {
             queueNs: Math.max(0, now - r.acceptedAt) * 1e6,
@@ -83,17 +111,37 @@ export async function executeBatch(
     });
   } catch (err) {
     const e = err instanceof MeshError ? err : new MeshError('EXECUTION_FAILED', (err as Error).message);
-    for (const r of live) replies.push(errorReply(r, e.toWire()));
+    for (const r of live) replies.push(response(r, { error: e.toWire() }));
   }
   return replies;
 }
 
+/** One message per reply queue, in member order; each body a fresh copy (the encoder reuses its buffer). */
+function groupByReplyQueue(responses: readonly Response[]): ReplyGroup[] {
+  const groups = new Map<string, InferResponseMessage[]>();
+  for (const { replyTo, msg } of responses) {
+    const g = groups.get(replyTo);
+    if (g) g.push(msg);
+    else groups.set(replyTo, [msg]);
+  }
+  return [...groups].map(([replyTo, msgs]) => ({
+    replyTo,
+    count: msgs.length,
+    body: Uint8Array.prototype.slice.call(encode(msgs)),
+  }));
+}
+
+/** A single error answer, outside a batch (dead letters). */
 export function errorReply(r: InferRequestMessage, error: WireError): Reply {
-  return replyTo(r, { error });
+  const { replyTo, msg } = response(r, { error });
+  return { replyTo, correlationId: r.correlationId, body: encode(msg) };
 }
 
 /** The one answer to a request: its outputs and timings, or an error. */
-function replyTo(r: InferRequestMessage, result: Pick<InferResponseMessage, 'outputs' | 'timings' | 'error'>): Reply {
+function response(
+  r: InferRequestMessage,
+  result: Pick<InferResponseMessage, 'outputs' | 'timings' | 'error'>,
+): Response {
   const msg: InferResponseMessage = {
     v: PROTOCOL_VERSION,
     id: r.id,
@@ -102,5 +150,5 @@ function replyTo(r: InferRequestMessage, result: Pick<InferResponseMessage, 'out
     version: r.version,
     ...result,
   };
-  return { replyTo: r.replyTo, correlationId: r.correlationId, body: encode(msg) };
+  return { replyTo: r.replyTo, msg };
 }

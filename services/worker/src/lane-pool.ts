@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { Logger } from '@ge-mesh/telemetry';
-import type { Reply } from './execute-batch.js';
+import type { ReplyGroup } from './execute-batch.js';
 import type { LaneRequest, LaneResponse } from './lane-messages.js';
 
 const LANE_ENTRY = new URL('./lane-entry.mjs', import.meta.url);
@@ -15,7 +15,7 @@ interface Lane {
 
 interface Pending {
   readonly lane: number;
-  resolve: (r: Reply[]) => void;
+  resolve: (r: ReplyGroup[]) => void;
   reject: (e: Error) => void;
 }
 
@@ -123,22 +123,22 @@ export class LanePool {
     else lane.busy = false;
   }
 
-  private post(lane: Lane, batch: Uint8Array): Promise<Reply[]> {
+  private post(lane: Lane, batch: Uint8Array): Promise<ReplyGroup[]> {
     const seq = ++this.seq;
-    return new Promise<Reply[]>((resolve, reject) => {
+    return new Promise<ReplyGroup[]>((resolve, reject) => {
       this.pending.set(seq, { lane: lane.index, resolve, reject });
       lane.worker.postMessage({ type: 'run', seq, batch } satisfies LaneRequest);
     });
   }
 
   /** Run a batch on the next idle lane. */
-  async run(batch: Uint8Array): Promise<Reply[]> {
+  async run(batch: Uint8Array): Promise<ReplyGroup[]> {
     return this.post(await this.acquire(), batch);
   }
 
   /** Run each batch on every lane in turn (warmup: every lane compiles and touches every tier). */
-  async runOnEveryLane(batches: readonly Uint8Array[]): Promise<Reply[][]> {
-    const out: Reply[][] = [];
+  async runOnEveryLane(batches: readonly Uint8Array[]): Promise<ReplyGroup[][]> {
+    const out: ReplyGroup[][] = [];
     await Promise.all(
       this.lanes.map(async (lane) => {
         lane.busy = true;

@@ -42,6 +42,9 @@ port.on('message', async (msg: LaneRequest) => {
   if (!engine) return;
   if (TEST_CRASH_ON_REQUEST) crashIfMarked(msg.batch);
   const replies = await executeBatch(spec, engine, pool, msg.batch);
-  // Copied, not transferred: encoded bodies may share the encoder's reusable buffer.
-  port.postMessage({ type: 'done', seq: msg.seq, replies } satisfies LaneResponse);
+  // Each group's body owns its memory (see executeBatch): moved to the main thread, not copied.
+  port.postMessage(
+    { type: 'done', seq: msg.seq, replies } satisfies LaneResponse,
+    replies.map((r) => r.body.buffer as ArrayBuffer),
+  );
 });

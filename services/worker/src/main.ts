@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
-import { Broker, topology } from '@ge-mesh/broker';
+import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
 import { BatchStore, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
@@ -17,12 +17,12 @@ import { WorkerPresence } from './worker-presence.js';
  * A worker: one process per device (or per few devices when told to). It
  * leases its devices in Redis, loads and warms up the models placed on them,
  * registers what it serves with heartbeats, consumes each model's batch queue
- * with prefetch = lanes, follows the repository API's load/unload requests,
+ * with prefetch = 2 × lanes, follows the repository API's load/unload requests,
  * answers dead-lettered batches, and drains on SIGTERM.
  */
 const settings = loadWorkerSettings();
 const log = createLogger('worker', settings.logLevel);
-const topo = topology(settings.namespace);
+const topo = topology(settings.namespace, settings.durability as Durability);
 
 if (settings.runtime === 'ge') {
   // Checked here, once, so a bad value stops the worker before any lane starts.
@@ -122,10 +122,6 @@ function placeable(m: RepositoryModel): boolean {
 // Threads: lanes × threads must fit this worker's share of the cores, or lanes fight over them.
 const cores = coreBudget(settings.cpuThreads, availableParallelism(), devices.length, deviceCount);
 const lanesOf = (m: RepositoryModel, p: Placement) => p.devices.length * p.lanesPerDevice * m.versions.length;
-const startupLanes = [...view.values()].reduce((n, m) => {
-  const p = placement(m);
-  return n + (p ? lanesOf(m, p) : 0);
-}, 0);
 
 const deps: ServedModelDeps = {
   broker,
@@ -202,8 +198,10 @@ async function reconcile(): Promise<void> {
       await current.unload(settings.drainTimeoutMs);
       served.delete(name);
     }
-    const lanesNow = [...served.values()].reduce((n, s) => n + (s.state === 'failed' ? 0 : s.lanes), 0);
-    const threads = threadsPerLane(cores, Math.max(startupLanes, lanesNow + lanesOf(model, p)));
+    // Each model's lanes split the worker's cores between them. Models do not divide the cores
+    // among themselves: a model alone under load (the common case) then uses the whole device,
+    // and ORT's threads do not spin, so models busy at once share the cores without burning them.
+    const threads = threadsPerLane(cores, lanesOf(model, p));
     const sm = new ServedModel(model, p, threads, gen, deps);
     served.set(name, sm);
     presence.changed();

@@ -1,6 +1,6 @@
 import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
 import type { RepositoryModel } from '@ge-mesh/model-repository';
-import { type BatchMessage, decode } from '@ge-mesh/protocol';
+import { type BatchMessage, decode, versionMismatch } from '@ge-mesh/protocol';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
@@ -23,6 +23,9 @@ export interface ServedModelDeps {
   readonly onChannelLost: (model: string) => void;
 }
 
+/** Batches a device's consumer holds per lane: the one running and the next. */
+const BATCHES_IN_HAND_PER_LANE = 2;
+
 interface DeviceConsumer {
   readonly device: number;
   readonly ch: Channel;
@@ -33,7 +36,7 @@ interface DeviceConsumer {
  * One model on this worker: its lanes on every device that loads it (a
  * LanePool per device and version), warmed up before it is ready, and one
  * consumer per device on the model's shared batch queue with prefetch =
- * that device's lanes. RabbitMQ hands a batch only to a consumer with free
+ * twice that device's lanes (the batch running and the next). RabbitMQ hands a batch only to a consumer with free
  * credit, so batches go to idle lanes across every device of every worker
  * (least-loaded pull), and a slow or stuck device gets nothing beyond its
  * lanes.
@@ -137,7 +140,9 @@ export class ServedModel {
   private async consume(device: number): Promise<void> {
     const { broker, topo } = this.deps;
     const lanes = this.placement.lanesPerDevice * this.model.versions.length;
-    const ch = await broker.channel(lanes);
+    // Two batches per lane: each lane has its next batch in hand (claimed in Redis, decoded) when
+    // the current one ends, so the hop back to the broker overlaps compute instead of adding to it.
+    const ch = await broker.channel(lanes * BATCHES_IN_HAND_PER_LANE);
     const c: DeviceConsumer = { device, ch };
     this.consumers.push(c);
     ch.on('close', () => {
@@ -153,25 +158,33 @@ export class ServedModel {
     this.inflight++;
     try {
       const batch = decode<BatchMessage>(msg.content);
+      const mismatch = versionMismatch(batch.v, 'batch');
+      if (mismatch) {
+        // Its members are answered by the dead-letter consumer, which reads requests of any version.
+        log.error({ model: this.name, err: mismatch.message }, 'batch of another protocol version dead-lettered');
+        ch.nack(msg, false, false);
+        return;
+      }
       // Its previous holder died or gave it back before acking it (a crash, a drain timeout).
       if (msg.fields.redelivered) log.info({ batchId: batch.batchId, model: this.name, device }, 'redelivered batch');
       const pool = this.pools.get(device)?.get(batch.version);
       if (!pool) throw new Error(`version ${batch.version} of '${this.name}' is not served here`);
       // Only the members this batch still answers (null: none, e.g. it was answered before a redelivery).
       const body = await claims.start(batch, msg.content);
+      if (body === 'poison') {
+        ch.nack(msg, false, false);
+        return;
+      }
       let laneMs: number | undefined;
       if (body) {
         if (TEST_LANE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS));
         const t0 = performance.now();
-        const replies = await pool.run(body);
+        const groups = await pool.run(body);
         // The batchers plan with each tier's lane time (whole batches only).
         if (body === msg.content) laneMs = performance.now() - t0;
+        // One message per reply queue (a gateway) for the whole batch.
         await Promise.all(
-          replies.map((r) =>
-            broker.send(r.replyTo, Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), {
-              correlationId: r.correlationId,
-            }),
-          ),
+          groups.map((g) => broker.send(g.replyTo, Buffer.from(g.body.buffer, g.body.byteOffset, g.body.byteLength))),
         );
       }
       await claims.finish(batch, laneMs);

@@ -5,12 +5,11 @@ import {
   type BatchMessage,
   type DataType,
   dataTypeFromConfig,
-  decode,
+  decodeResponses,
   elementCount,
   elementSize,
   encode,
   type InferRequestMessage,
-  type InferResponseMessage,
   PROTOCOL_VERSION,
   type WireTensor,
 } from '@ge-mesh/protocol';
@@ -170,8 +169,7 @@ export function warmupBatch(model: RepositoryModel, version: string, sample: War
 
 /** The first error a warmup run answered with, or null. */
 export function warmupFailure(replyBodies: readonly Uint8Array[]): string | null {
-  for (const b of replyBodies) {
-    const res = decode<InferResponseMessage>(b);
+  for (const res of replyBodies.flatMap(decodeResponses)) {
     if (res.error) return `${res.error.code}: ${res.error.message}`;
   }
   return null;

@@ -71,7 +71,8 @@ export class AmqpIngress {
     const { broker } = this.deps;
     const ch = await broker.channel(this.deps.prefetch);
     await ch.assertExchange(this.names.exchange, 'fanout', { durable: true });
-    await broker.assertWorkQueue(ch, this.names.queue);
+    // The public ingress is a contract with producers, who may declare it too: always quorum.
+    await broker.assertWorkQueue(ch, this.names.queue, 'durable');
     await ch.bindQueue(this.names.queue, this.names.exchange, '');
     this.ch = ch;
     this.tag = await broker.consume(ch, this.names.queue, (msg) => {
