@@ -1,0 +1,133 @@
+/**
+ * Before/after in one run: the mesh of this checkout next to the mesh of
+ * another checkout (a `git worktree` of an earlier revision, with its
+ * dependencies installed), both on `tiny`, windows interleaved at each load
+ * so the machine's noise falls on both alike. Prints and writes latency,
+ * throughput and CPU per request (every mesh process, RabbitMQ and Redis).
+ *
+ *   git worktree add /tmp/base <rev> && (cd /tmp/base && pnpm install --offline)
+ *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--rounds 3] [--window 3000]
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT } from '@ge-mesh/launcher';
+import { httpTarget, LoadDriver, percentile } from '@ge-mesh/loadgen';
+import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
+import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
+
+const { values } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    window: { type: 'string', default: '3000' },
+    out: { type: 'string', default: join(ROOT, 'test/bench/results') },
+  },
+});
+if (!values.base) throw new Error('--base <checkout of the revision to compare with> is required');
+const ROUNDS = Number(values.rounds);
+const WINDOW_MS = Number(values.window);
+const log = (s: string) => process.stderr.write(`${s}\n`);
+
+type Harness = { startTestMesh: typeof startTestMesh };
+const base = (await import(join(values.base, 'test/support/mesh-harness.ts'))) as Harness;
+
+interface Side {
+  label: string;
+  mesh: TestMesh;
+}
+const opts = {
+  models: ['tiny'],
+  logLevel: 'warn',
+  flags: { batcher: ['--models', 'tiny'], worker: ['--models', 'tiny'] },
+};
+const sides: Side[] = [
+  { label: 'before', mesh: await base.startTestMesh(opts) },
+  { label: 'after', mesh: await startTestMesh(opts) },
+];
+const shared = brokerAndRedisPids().map((p) => p.pid);
+
+type Load = { kind: 'concurrency'; concurrency: number } | { kind: 'rate'; perSec: number };
+const LOADS: Array<{ name: string; load: Load }> = [
+  { name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } },
+  { name: '300 req/s', load: { kind: 'rate', perSec: 300 } },
+  { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
+  { name: 'c=64', load: { kind: 'concurrency', concurrency: 64 } },
+];
+
+interface Row {
+  load: string;
+  side: string;
+  inferPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuMsPerRequest: number;
+  errors: number;
+}
+const rows: Row[] = [];
+try {
+  for (const { name, load } of LOADS) {
+    const acc = new Map<string, { lat: number[]; answered: number; errors: number; secs: number; cpu: number }>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const side of sides) {
+        const target = await httpTarget({
+          url: side.mesh.url,
+          model: 'tiny',
+          batch: 1,
+          inputData: 'random',
+          binary: true,
+        });
+        const mode = load.kind === 'rate' ? { ...load, distribution: 'constant' as const } : load;
+        const d = new LoadDriver(target.send, mode);
+        d.start();
+        await d.window(500);
+        // Only this side's processes and the shared broker and Redis run now.
+        const pids = [...side.mesh.services.map((s) => s.child.pid ?? 0), ...shared];
+        const c0 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
+        const w = await d.window(WINDOW_MS);
+        const c1 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
+        await d.stop();
+        await target.close();
+        const a = acc.get(side.label) ?? { lat: [], answered: 0, errors: 0, secs: 0, cpu: 0 };
+        a.lat.push(...w.latenciesUs);
+        a.answered += w.requests - w.errors;
+        a.errors += w.errors;
+        a.secs += WINDOW_MS / 1000;
+        a.cpu += c1 - c0;
+        acc.set(side.label, a);
+        log(`${name} round ${round + 1}/${ROUNDS} ${side.label}: ${w.inferPerSec.toFixed(0)} infer/s`);
+      }
+    }
+    for (const [side, a] of acc) {
+      const sorted = Float64Array.from(a.lat).sort();
+      rows.push({
+        load: name,
+        side,
+        inferPerSec: a.answered / a.secs,
+        p50Ms: percentile(sorted, 50) / 1000,
+        p99Ms: percentile(sorted, 99) / 1000,
+        cpuMsPerRequest: (a.cpu * 1000) / Math.max(1, a.answered),
+        errors: a.errors,
+      });
+    }
+  }
+} finally {
+  for (const s of sides) await s.mesh.teardown();
+}
+
+const lines = [
+  '# Before / after: tiny through the whole mesh, one run, windows interleaved',
+  '',
+  `${ROUNDS} rounds of ${WINDOW_MS} ms per load and side; CPU = every mesh process + RabbitMQ + Redis.`,
+  '',
+  '| load | side | infer/s | p50 ms | p99 ms | CPU ms / request | errors |',
+  '|---|---|---|---|---|---|---|',
+  ...rows.map(
+    (r) =>
+      `| ${r.load} | ${r.side} | ${r.inferPerSec.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.cpuMsPerRequest.toFixed(3)} | ${r.errors} |`,
+  ),
+];
+await mkdir(values.out, { recursive: true });
+await writeFile(join(values.out, 'before-after.md'), `${lines.join('\n')}\n`);
+await writeFile(join(values.out, 'before-after.json'), `${JSON.stringify(rows, null, 2)}\n`);
+process.stdout.write(`${lines.join('\n')}\n`);
