@@ -18,3 +18,8 @@ if [ "${#files[@]}" -eq 0 ]; then
   exit 1
 fi
 node --import tsx --test --test-concurrency=1 --test-reporter=spec "${files[@]}"
+
+printf '\n==> end-to-end and crash tests again, durable mode (quorum queues, persistent messages)\n'
+# The first run used the default fast mode; every service started here reads GEMESH_DURABILITY.
+mapfile -t meshFiles < <(find test/e2e test/integration -name '*.test.ts' | sort)
+GEMESH_DURABILITY=durable node --import tsx --test --test-concurrency=1 --test-reporter=spec "${meshFiles[@]}"

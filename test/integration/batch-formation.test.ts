@@ -6,7 +6,7 @@ import { type BatchMessage, decode } from '@ge-mesh/protocol';
 import { BatchStore } from '@ge-mesh/store';
 import amqp, { type ChannelModel } from 'amqplib';
 import { RawProducer, tinyVariants } from '../support/batcher-fixtures.js';
-import { purgeNamespace, RABBITMQ_URL, REDIS_URL, uniqueNamespace } from '../support/mesh-harness.js';
+import { DURABILITY, purgeNamespace, RABBITMQ_URL, REDIS_URL, uniqueNamespace } from '../support/mesh-harness.js';
 
 /**
  * The batches the real batcher process forms on the real broker and Redis,
@@ -80,7 +80,7 @@ describe('batch formation: the batcher process on the real broker and Redis', { 
 
   /** Publish requests of these sizes, let the batcher take them all, then serve batches as one lane. */
   async function batchesFormed(model: string, sizes: number[]): Promise<string[]> {
-    const topo = topology(namespace);
+    const topo = topology(namespace, DURABILITY);
     for (const rows of sizes) await producer.send(model, { rows });
     const check = await conn.createChannel();
     // Every request is held (unacked) by the batcher before the lane appears.

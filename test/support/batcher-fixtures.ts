@@ -37,6 +37,8 @@ export interface RawRequestOptions {
   timeoutUs?: number;
   /** From now, ms. */
   deadlineMs?: number;
+  /** Protocol version stamped on the message (another service version's). */
+  version?: number;
 }
 
 export interface SentRequest {
@@ -92,6 +94,22 @@ export class RawProducer {
 
   /** Publish one request and wait for the broker's confirm. */
   async send(model: string, o: RawRequestOptions = {}): Promise<SentRequest> {
+    const { id, body, rows, seed } = this.request(model, o);
+    await this.publish(topology(this.namespace, DURABILITY).requests(model), body);
+    return { id, model, rows, seed };
+  }
+
+  /** Publish any body to a queue of the mesh and wait for the broker's confirm. */
+  publish(queue: string, body: Buffer): Promise<void> {
+    return new Promise<void>((resolve, reject) =>
+      this.ch.sendToQueue(queue, body, { persistent: DURABILITY === 'durable' }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+  }
+
+  /** An encoded request of `tiny`'s shape, answered on this producer's queue. */
+  request(model: string, o: RawRequestOptions = {}): { id: string; body: Buffer; rows: number; seed: number } {
     const rows = o.rows ?? 1;
     const seed = o.seed ?? Math.floor(Math.random() * 1e9);
     const id = randomUUID();
@@ -99,7 +117,7 @@ export class RawProducer {
     if (!x || !(x.data instanceof Float32Array)) throw new Error('tiny takes one FP32 input');
     const now = Date.now();
     const msg: InferRequestMessage = {
-      v: PROTOCOL_VERSION,
+      v: (o.version ?? PROTOCOL_VERSION) as typeof PROTOCOL_VERSION,
       id,
       model,
       version: '1',
@@ -115,15 +133,7 @@ export class RawProducer {
       replyTo: this.replyQueue,
       correlationId: id,
     };
-    await new Promise<void>((resolve, reject) =>
-      this.ch.sendToQueue(
-        topology(this.namespace, DURABILITY).requests(model),
-        encode(msg),
-        { persistent: DURABILITY === 'durable' },
-        (err) => (err ? reject(err) : resolve()),
-      ),
-    );
-    return { id, model, rows, seed };
+    return { id, body: encode(msg), rows, seed };
   }
 
   /** Resolves once every id has at least one reply, or rejects after `timeoutMs` naming how many are missing. */
