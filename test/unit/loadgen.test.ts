@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LoadDriver, measureUntilStable, percentile, summarize, toCsv, type WindowResult } from '@ge-mesh/loadgen';
+import {
+  LoadDriver,
+  measureUntilStable,
+  mergeBreakdowns,
+  percentile,
+  type ServerBreakdown,
+  summarize,
+  sweep,
+  toCsv,
+  type WindowResult,
+} from '@ge-mesh/loadgen';
 
 describe('load generator', () => {
   it('percentiles by nearest rank, index = round(p/100 × (n − 1)), as perf_analyzer', () => {
@@ -75,6 +85,45 @@ describe('load generator', () => {
     await d.stop();
     // 200/s for 0.5 s with 50 ms answers: ~100 sent, far more than a closed loop of one could.
     assert.ok(sent >= 80 && sent <= 110, `${sent} sent`);
+  });
+
+  const part = (requests: number, queueUs: number): ServerBreakdown => ({
+    requests,
+    requestUs: queueUs + 100,
+    queueUs,
+    computeInputUs: 0,
+    computeInferUs: 100,
+    computeOutputUs: 0,
+    overheadUs: 0,
+  });
+
+  it('merges window breakdowns weighted by their requests', () => {
+    const m = mergeBreakdowns([part(1, 10), part(3, 30)]);
+    assert.equal(m?.requests, 4);
+    assert.equal(m?.queueUs, 25);
+    assert.equal(m?.computeInferUs, 100);
+    assert.equal(mergeBreakdowns([]), undefined);
+  });
+
+  it("a level's server breakdown covers every window it merges, not only the last", async () => {
+    // Window i (1-based, after the warmup snapshot) reports a queue time of i ms.
+    let snapshots = 0;
+    const [r] = await sweep({
+      send: async () => {
+        await new Promise((res) => setTimeout(res, 2));
+        return true;
+      },
+      mode: 'concurrency',
+      levels: [1],
+      windowMs: 40,
+      stabilityPercent: 10_000,
+      maxTrials: 3,
+      serverSnapshot: async () => snapshots++,
+      serverDelta: (_a, b) => part(1, (b as number) * 1000),
+    });
+    assert.equal(r?.windows, 3);
+    assert.equal(r?.server?.requests, 3);
+    assert.equal(r?.server?.queueUs, 2000);
   });
 
   it("CSV has perf_analyzer's leading columns and rows sorted by throughput", () => {

@@ -57,3 +57,23 @@ export function breakdown(a: InferenceStatsSnapshot, b: InferenceStatsSnapshot):
     overheadUs: Math.max(0, requestUs - queueUs - ci - cf - co),
   };
 }
+
+/**
+ * Several windows' breakdowns as one, weighted by each window's requests, so
+ * a level's server figures cover the same windows as its client figures.
+ */
+export function mergeBreakdowns(parts: readonly ServerBreakdown[]): ServerBreakdown | undefined {
+  const n = parts.reduce((a, p) => a + p.requests, 0);
+  if (parts.length === 0) return undefined;
+  const avg = (k: Exclude<keyof ServerBreakdown, 'requests'>) =>
+    n > 0 ? parts.reduce((a, p) => a + p[k] * p.requests, 0) / n : 0;
+  return {
+    requests: n,
+    requestUs: avg('requestUs'),
+    queueUs: avg('queueUs'),
+    computeInputUs: avg('computeInputUs'),
+    computeInferUs: avg('computeInferUs'),
+    computeOutputUs: avg('computeOutputUs'),
+    overheadUs: avg('overheadUs'),
+  };
+}

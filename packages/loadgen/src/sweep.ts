@@ -1,6 +1,6 @@
 import { LoadDriver, type LoadMode, type Send } from './driver.js';
-import type { ServerBreakdown } from './server-stats.js';
-import { measureUntilStable } from './stability.js';
+import { mergeBreakdowns, type ServerBreakdown } from './server-stats.js';
+import { measureUntilStable, type WindowResult } from './stability.js';
 import { summarize } from './stats.js';
 
 /** One level of a sweep (a concurrency or a request rate), measured to stability. */
@@ -51,14 +51,15 @@ export async function sweep(o: SweepOptions): Promise<LevelResult[]> {
     // Warm up for one window before measuring, as the first window of a level carries the ramp.
     await driver.window(Math.min(o.windowMs, 2000));
     let before = await o.serverSnapshot?.();
-    let breakdownSum: ServerBreakdown | undefined;
+    // Each window's server breakdown, so the level reports the windows it merges, not only the last.
+    const perWindow = new Map<WindowResult, ServerBreakdown>();
     const stable = await measureUntilStable(
       async () => {
         const w = await driver.window(o.windowMs, o.latencyPercentile ?? 0);
         const after = await o.serverSnapshot?.();
         const d = o.serverDelta?.(before, after);
         before = after;
-        if (d) breakdownSum = d;
+        if (d) perWindow.set(w, d);
         return w;
       },
       {
@@ -75,6 +76,7 @@ export async function sweep(o: SweepOptions): Promise<LevelResult[]> {
     const all = stable.merged.flatMap((w) => w.latenciesUs);
     const s = summarize(all);
     const seconds = stable.merged.reduce((a, w) => a + w.seconds, 0);
+    const server = mergeBreakdowns(stable.merged.flatMap((w) => perWindow.get(w) ?? []));
     const r: LevelResult = {
       level,
       mode: o.mode,
@@ -88,7 +90,7 @@ export async function sweep(o: SweepOptions): Promise<LevelResult[]> {
       p90Us: s.p90Us,
       p95Us: s.p95Us,
       p99Us: s.p99Us,
-      ...(breakdownSum ? { server: breakdownSum } : {}),
+      ...(server ? { server } : {}),
     };
     results.push(r);
     o.log?.(
