@@ -1,32 +1,63 @@
 /**
  * The messaging limit: a request/reply round trip over the same RabbitMQ the
- * mesh uses, with nothing else in the path. An echo consumer answers each
- * message to its reply_to; the client sends over RabbitMQ's direct reply-to,
- * with `concurrency` calls in flight and bodies of a tiny request's size.
+ * mesh uses, doing per hop what the mesh's hops do and nothing else. The
+ * client publishes to a work queue with a publisher confirm; an echo
+ * consumer (manual acks) publishes each message to the client's reply queue
+ * with a confirm and acks the request once that publish is confirmed; the
+ * client reads replies without acks from its own exclusive queue, as the
+ * gateway does. A call ends when both the reply and the confirm are in.
+ * Two queue modes, those of the mesh:
+ * - fast: classic queue, transient messages (deliveryMode 1);
+ * - durable: quorum queue, persistent messages (deliveryMode 2).
  */
 import { randomUUID } from 'node:crypto';
-import amqp from 'amqplib';
+import amqp, { type ConfirmChannel, type Options } from 'amqplib';
+
+export type QueueMode = 'fast' | 'durable';
+export const QUEUE_MODES: readonly QueueMode[] = ['fast', 'durable'];
 
 export interface Echo {
   call(body: Buffer): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startEcho(url: string, queue: string): Promise<Echo> {
-  const server = await amqp.connect(url, { noDelay: true });
-  const sch = await server.createChannel();
-  await sch.assertQueue(queue, { durable: false, autoDelete: true });
-  await sch.prefetch(256);
-  await sch.consume(queue, (m) => {
-    if (!m) return;
-    sch.sendToQueue(m.properties.replyTo as string, m.content, { correlationId: m.properties.correlationId as string });
-    sch.ack(m);
+const queueOptions = (mode: QueueMode): Options.AssertQueue =>
+  mode === 'fast'
+    ? { durable: false, autoDelete: true, arguments: { 'x-queue-type': 'classic' } }
+    : { durable: true, arguments: { 'x-queue-type': 'quorum' } };
+
+/** Publish through the default exchange and resolve once the broker confirms. */
+function confirmedSend(ch: ConfirmChannel, queue: string, body: Buffer, o: Options.Publish): Promise<void> {
+  return new Promise((resolve, reject) => {
+    ch.sendToQueue(queue, body, o, (err) => (err ? reject(new Error(String(err))) : resolve()));
   });
+}
+
+async function startServer(url: string, queue: string, mode: QueueMode) {
+  const conn = await amqp.connect(url, { noDelay: true });
+  const ch = await conn.createConfirmChannel();
+  await ch.assertQueue(queue, queueOptions(mode));
+  await ch.prefetch(256);
+  await ch.consume(queue, (m) => {
+    if (!m) return;
+    const o = { correlationId: m.properties.correlationId as string, deliveryMode: 1 };
+    confirmedSend(ch, m.properties.replyTo as string, m.content, o).then(
+      () => ch.ack(m),
+      () => ch.nack(m),
+    );
+  });
+  return { conn, ch };
+}
+
+export async function startEcho(url: string, queue: string, mode: QueueMode): Promise<Echo> {
+  const server = await startServer(url, queue, mode);
   const client = await amqp.connect(url, { noDelay: true });
-  const cch = await client.createChannel();
+  const cch = await client.createConfirmChannel();
+  // Replies are transient in both modes: they answer a live caller, as the gateway's reply queue does.
+  const replies = (await cch.assertQueue('', { exclusive: true, autoDelete: true, durable: false })).queue;
   const waiting = new Map<string, () => void>();
   await cch.consume(
-    'amq.rabbitmq.reply-to',
+    replies,
     (m) => {
       if (!m) return;
       const id = m.properties.correlationId as string;
@@ -35,16 +66,20 @@ export async function startEcho(url: string, queue: string): Promise<Echo> {
     },
     { noAck: true },
   );
+  const deliveryMode = mode === 'fast' ? 1 : 2;
   return {
-    call: (body) =>
-      new Promise<void>((resolve) => {
-        const id = randomUUID();
-        waiting.set(id, resolve);
-        cch.sendToQueue(queue, body, { correlationId: id, replyTo: 'amq.rabbitmq.reply-to' });
-      }),
+    async call(body) {
+      const id = randomUUID();
+      const reply = new Promise<void>((resolve) => waiting.set(id, resolve));
+      await Promise.all([
+        confirmedSend(cch, queue, body, { correlationId: id, replyTo: replies, deliveryMode }),
+        reply,
+      ]);
+    },
     async close() {
+      await server.ch.deleteQueue(queue).catch(() => undefined);
       await client.close();
-      await server.close();
+      await server.conn.close();
     },
   };
 }

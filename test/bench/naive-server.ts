@@ -3,16 +3,19 @@
  * runs each KServe v2 request on its own, in-process, with no batching and no
  * broker (the same request codec as the gateway, so only the architecture
  * differs). `--runtime ge` runs the model through the native GE bridge (the
- * simulator in timing mode in the benchmark) instead of onnxruntime.
+ * simulator in timing mode in the benchmark) instead of onnxruntime, on as
+ * many streams as the mesh's worker gives the model on one device (one
+ * worker_thread and engine per stream, each request on an idle one), so a
+ * comparison with the mesh isolates batching.
  *
- *   node --import tsx test/bench/naive-server.ts --repo DIR --model tiny --port 18100 [--runtime ort|ge]
+ *   node --import tsx test/bench/naive-server.ts --repo DIR --model tiny --port 18100 [--runtime ort|ge] [--lanes N]
  */
 import { createServer } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadModel } from '@ge-mesh/model-repository';
 import { elementCount } from '@ge-mesh/protocol';
-import type { Engine, EngineTensor } from '@ge-mesh/runtime';
+import type { EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
 import { createOrtEngine } from '@ge-mesh/runtime-ort';
 import {
   encodeInferResponse,
@@ -21,6 +24,8 @@ import {
   parseInferBody,
   validateInfer,
 } from '../../services/gateway/src/infer/index.js';
+import { placeModel } from '../../services/worker/src/lane-plan.js';
+import { EngineLanes } from './engine-lanes.js';
 
 const { values } = parseArgs({
   options: {
@@ -28,6 +33,7 @@ const { values } = parseArgs({
     model: { type: 'string' },
     port: { type: 'string', default: '18100' },
     runtime: { type: 'string', default: 'ort' },
+    lanes: { type: 'string' },
   },
 });
 const model = await loadModel(values.repo ?? 'infra/model_repository', values.model ?? 'tiny');
@@ -36,7 +42,7 @@ if (!version) throw new Error('no version');
 const batched = model.config.maxBatchSize > 0;
 // Sessions for every batch size a request may have (1..max): no padding, no batching.
 const tiers = batched ? Array.from({ length: model.config.maxBatchSize }, (_, i) => i + 1) : [1];
-const spec = {
+const spec: EngineModelSpec = {
   name: model.name,
   version: version.version,
   modelPath: version.modelPath,
@@ -49,13 +55,17 @@ const spec = {
   stream: 0,
   deviceId: 0,
 };
-let engine: Engine;
-if (values.runtime === 'ge') {
-  const { createGeEngine } = await import('@ge-mesh/runtime-ge');
-  engine = await createGeEngine(spec);
-} else {
-  engine = await createOrtEngine(spec);
-}
+/** The streams a mesh worker gives this model on one device, by the worker's own rule (instance_group, device_exec_blocks). */
+const streams = () => Number(values.lanes ?? 0) || placeModel(model.config, [0], 1).lanesPerDevice;
+// onnxruntime runs one in-process session on every core; GE gets one lane per stream, since
+// the bridge blocks the thread it runs on and a device's streams run in parallel.
+const engine =
+  values.runtime === 'ge'
+    ? await EngineLanes.start(
+        Array.from({ length: streams() }, (_, stream) => ({ ...spec, stream, threads: 1 })),
+        'ge',
+      )
+    : await createOrtEngine(spec);
 
 const metadata = JSON.stringify({
   name: model.name,

@@ -10,6 +10,16 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/** Resident memory of a live process now (VmRSS), MiB. */
+export function rssMiB(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** Peak resident memory of a live process (VmHWM), MiB. */
 export function peakRssMiB(pid: number): number {
   try {

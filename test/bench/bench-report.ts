@@ -1,0 +1,429 @@
+import { writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { barChartSvg, type LevelResult, lineChartSvg } from '@ge-mesh/loadgen';
+import type { EngineRow } from './engine-alone.js';
+import type { UsageRow } from './host-processes.js';
+import { latencySpec, modelledCeiling, type SimModel } from './sim-models.js';
+
+/** What one `npm run bench` measured, and how REPORT.md and the plots present it. */
+export const SETUP = {
+  naive: 'naive server (ort, no batching)',
+  mesh: 'GE Mesh (ort, 1 CPU worker)',
+  meshDurable: 'GE Mesh (ort, 1 CPU worker, --durability durable)',
+  echoFast: 'RabbitMQ round trip only (fast: classic queue, transient)',
+  echoDurable: 'RabbitMQ round trip only (durable: quorum queue, persistent)',
+  naiveSim: 'naive server, 1 simulated NPU (8 lanes)',
+} as const;
+
+export interface Sweep {
+  model: string;
+  setup: string;
+  results: LevelResult[];
+  /** Why this sweep has no results (e.g. the services refused a flag). */
+  notMeasured?: string;
+}
+
+export interface SimRow {
+  setup: string;
+  devices: number;
+  best?: LevelResult;
+}
+
+export interface ScalingRow {
+  devices: number;
+  concurrency: number;
+  result?: LevelResult;
+  /** throughput(n) / (n × throughput(1)). */
+  efficiency?: number;
+  notMeasured?: string;
+}
+
+export interface RateRun {
+  model: string;
+  perSec: number;
+  result?: LevelResult;
+  /** CPU of every serving process over the run, per answered request. */
+  cpuMsPerRequest?: number;
+  notMeasured?: string;
+}
+
+export interface Target {
+  what: string;
+  ratio?: number;
+  measured: string;
+  target: string;
+  met?: boolean;
+}
+
+export interface BenchData {
+  windowMs: number;
+  maxTrials: number;
+  engine: EngineRow[];
+  sweeps: Sweep[];
+  clip: { model: SimModel; rows: SimRow[] };
+  scaling: { model: SimModel; windowMs: number; rows: ScalingRow[] };
+  rate: RateRun;
+  usage: UsageRow[];
+}
+
+const ms = (us: number | undefined) => (us === undefined || Number.isNaN(us) ? '–' : (us / 1000).toFixed(2));
+const x = (r: number | undefined) => (r === undefined || !Number.isFinite(r) ? '–' : `${r.toFixed(2)}×`);
+const num = (v: number | undefined, digits = 1) => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
+
+function sweepOf(d: BenchData, model: string, setup: string): Sweep | undefined {
+  return d.sweeps.find((s) => s.model === model && s.setup === setup);
+}
+function peak(d: BenchData, model: string, setup: string): LevelResult | undefined {
+  return [...(sweepOf(d, model, setup)?.results ?? [])].sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
+}
+function at(d: BenchData, model: string, setup: string, level: number): LevelResult | undefined {
+  return sweepOf(d, model, setup)?.results.find((r) => r.level === level);
+}
+const div = (a: number | undefined, b: number | undefined) => (a !== undefined && b ? a / b : undefined);
+const engineBest = (d: BenchData, model: string) =>
+  d.engine.filter((r) => r.model === model).sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
+
+/** The targets the mesh is held to, each with what this run measured. */
+export function targets(d: BenchData): Target[] {
+  const out: Target[] = [];
+  const meshC1 = at(d, 'tiny', SETUP.mesh, 1);
+  const echoC1 = at(d, 'tiny', SETUP.echoFast, 1);
+  const r1 = div(meshC1?.p50Us, echoC1?.p50Us);
+  out.push({
+    what: 'tiny, c=1 p50: mesh / bare RabbitMQ round trip (fast)',
+    ratio: r1,
+    measured: `${ms(meshC1?.p50Us)} ms / ${ms(echoC1?.p50Us)} ms`,
+    target: '≤ 4×',
+    ...(r1 !== undefined ? { met: r1 <= 4 } : {}),
+  });
+  for (const [model, goal] of [
+    ['tiny', 0.5],
+    ['resnet18', 0.9],
+  ] as const) {
+    const m = peak(d, model, SETUP.mesh);
+    const n = peak(d, model, SETUP.naive);
+    const r = div(m?.inferPerSec, n?.inferPerSec);
+    out.push({
+      what: `${model}, peak: mesh / naive server`,
+      ratio: r,
+      measured: `${num(m?.inferPerSec)} (c=${m?.level ?? '–'}) / ${num(n?.inferPerSec)} (c=${n?.level ?? '–'}) infer/s`,
+      target: `≥ ${goal}×`,
+      ...(r !== undefined ? { met: r >= goal } : {}),
+    });
+  }
+  const rm = peak(d, 'resnet18', SETUP.mesh);
+  const eb = engineBest(d, 'resnet18');
+  const re = div(rm?.inferPerSec, eb?.inferPerSec);
+  out.push({
+    what: 'resnet18, peak: mesh / engine alone (best)',
+    ratio: re,
+    measured: `${num(rm?.inferPerSec)} / ${num(eb?.inferPerSec)} infer/s (tier ${eb?.tier ?? '–'}, ${eb?.sessions ?? '–'} session(s))`,
+    target: '≥ 0.8×',
+    ...(re !== undefined ? { met: re >= 0.8 } : {}),
+  });
+  const clip = d.clip.rows.find((r) => r.setup === 'GE Mesh' && r.devices === 1)?.best;
+  const ceiling = modelledCeiling(d.clip.model);
+  const rc = div(clip?.inferPerSec, ceiling);
+  out.push({
+    what: `${d.clip.model.name}, 1 simulated NPU: mesh / modelled ceiling, p99 at that load`,
+    ratio: rc,
+    measured: `${num(clip?.inferPerSec)} / ${num(ceiling)} infer/s (c=${clip?.level ?? '–'}), p99 ${ms(clip?.p99Us)} ms`,
+    target: '≥ 0.8× with p99 ≤ 150 ms',
+    ...(rc !== undefined && clip ? { met: rc >= 0.8 && clip.p99Us <= 150_000 } : {}),
+  });
+  const s1 = d.scaling.rows.find((r) => r.devices === 1)?.result;
+  const s4row = d.scaling.rows.find((r) => r.devices === 4);
+  out.push({
+    what: `${d.scaling.model.name}: scaling efficiency 1 → 4 simulated NPUs`,
+    ...(s4row?.efficiency !== undefined ? { ratio: s4row.efficiency } : {}),
+    measured: `${num(s4row?.result?.inferPerSec)} infer/s on 4 / (4 × ${num(s1?.inferPerSec)} on 1)`,
+    target: '≥ 0.9',
+    ...(s4row?.efficiency !== undefined ? { met: s4row.efficiency >= 0.9 } : {}),
+  });
+  const cpu = d.rate.cpuMsPerRequest;
+  out.push({
+    what: `${d.rate.model} at ${d.rate.perSec} req/s offered: CPU ms per request, all processes`,
+    measured:
+      cpu === undefined
+        ? `not measured${d.rate.notMeasured ? ` (${d.rate.notMeasured})` : ''}`
+        : `${cpu.toFixed(3)} ms (${num(d.rate.result?.inferPerSec)} req/s answered)`,
+    target: '≤ 0.6 ms',
+    ...(cpu !== undefined ? { met: cpu <= 0.6 } : {}),
+  });
+  return out;
+}
+
+function targetsSection(t: Target[]): string[] {
+  const out = ['## Targets', '', '| what | ratio | measured | target | met |', '|---|---|---|---|---|'];
+  for (const r of t) {
+    const met = r.met === undefined ? '–' : r.met ? 'yes' : 'no';
+    const ratio = r.ratio === undefined ? '–' : r.what.includes('efficiency') ? r.ratio.toFixed(2) : x(r.ratio);
+    out.push(`| ${r.what} | ${ratio} | ${r.measured} | ${r.target} | ${met} |`);
+  }
+  return out;
+}
+
+function ratiosSection(d: BenchData): string[] {
+  const out = [
+    '## Ratios',
+    '',
+    '| model | mesh / engine (best) | mesh / naive (best) | mesh / naive (highest concurrency) | mesh / messaging, fast (same concurrency) |',
+    '|---|---|---|---|---|',
+  ];
+  for (const model of ['tiny', 'resnet18']) {
+    const levels = sweepOf(d, model, SETUP.mesh)?.results.map((r) => r.level) ?? [];
+    const top = Math.max(1, ...levels);
+    const meshTop = at(d, model, SETUP.mesh, top);
+    const msg = model === 'tiny' ? at(d, 'tiny', SETUP.echoFast, top) : undefined;
+    out.push(
+      `| ${model} | ${x(div(peak(d, model, SETUP.mesh)?.inferPerSec, engineBest(d, model)?.inferPerSec))} | ` +
+        `${x(div(peak(d, model, SETUP.mesh)?.inferPerSec, peak(d, model, SETUP.naive)?.inferPerSec))} | ` +
+        `${x(div(meshTop?.inferPerSec, at(d, model, SETUP.naive, top)?.inferPerSec))} (c=${top}) | ` +
+        `${msg ? `${x(div(meshTop?.inferPerSec, msg.inferPerSec))} (c=${top})` : '–'} |`,
+    );
+  }
+  return out;
+}
+
+function simSection(d: BenchData): string[] {
+  const m = d.clip.model;
+  const out = [
+    `## Simulated NPUs (${m.name})`,
+    '',
+    `Each run is held for ${latencySpec(m)} µs (the simulator's timing mode), ${m.streams} streams per device, tiers 1..${m.maxBatch}. ` +
+      `Modelled ceiling of one device, computed from that latency spec (not measured): ${m.streams} streams × ${m.maxBatch} rows / ` +
+      `${((m.a + m.b * m.maxBatch) / 1000).toFixed(1)} ms = ${modelledCeiling(m).toFixed(0)} infer/s. ` +
+      "Requests carry tiny's 64-byte input. The naive server runs each request alone on one of the same streams (one lane per stream).",
+    '',
+    '| setup | devices | best infer/s | at concurrency | p50 ms | p99 ms | of modelled ceiling |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const s of d.clip.rows) {
+    out.push(
+      `| ${s.setup} | ${s.devices} | ${num(s.best?.inferPerSec)} | ${s.best?.level ?? '–'} | ${ms(s.best?.p50Us)} | ${ms(s.best?.p99Us)} | ` +
+        `${x(div(s.best?.inferPerSec, modelledCeiling(m) * s.devices))} |`,
+    );
+  }
+  return out;
+}
+
+function scalingSection(d: BenchData): string[] {
+  const m = d.scaling.model;
+  const out = [
+    `## Scaling across simulated NPUs (${m.name})`,
+    '',
+    `Each run is held for ${latencySpec(m)} µs, ${m.streams} streams per device, tiers 1..${m.maxBatch}: modelled ceiling, computed from the spec, ` +
+      `${modelledCeiling(m).toFixed(1)} infer/s per device. One worker per device; concurrency ${m.streams * m.maxBatch * 2} per device ` +
+      `(twice the rows the device's streams hold). Windows of ${d.scaling.windowMs} ms. Efficiency = throughput(n) / (n × throughput(1)).`,
+    '',
+    '| devices | concurrency | infer/s | of modelled ceiling | efficiency | p50 ms | p99 ms | stable |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of d.scaling.rows) {
+    if (!r.result) {
+      out.push(`| ${r.devices} | ${r.concurrency} | not measured (${r.notMeasured ?? '?'}) | – | – | – | – | – |`);
+      continue;
+    }
+    out.push(
+      `| ${r.devices} | ${r.concurrency} | ${num(r.result.inferPerSec)} | ${x(div(r.result.inferPerSec, modelledCeiling(m) * r.devices))} | ` +
+        `${num(r.efficiency, 2)} | ${ms(r.result.p50Us)} | ${ms(r.result.p99Us)} | ${r.result.stable ? 'yes' : 'no'} |`,
+    );
+  }
+  return out;
+}
+
+function rateSection(d: BenchData): string[] {
+  const r = d.rate.result;
+  return [
+    `## Fixed rate: ${d.rate.model} at ${d.rate.perSec} req/s (open loop, constant schedule)`,
+    '',
+    "Latency counts from each request's scheduled start. CPU is every serving process (mesh services, RabbitMQ, Redis) over the whole run, divided by the requests answered in it.",
+    '',
+    '| offered req/s | answered infer/s | p50 ms | p99 ms | server queue ms | server infer ms | errors | stable | CPU ms per request, all processes |',
+    '|---|---|---|---|---|---|---|---|---|',
+    r
+      ? `| ${d.rate.perSec} | ${num(r.inferPerSec)} | ${ms(r.p50Us)} | ${ms(r.p99Us)} | ${ms(r.server?.queueUs)} | ${ms(r.server?.computeInferUs)} | ${r.errors} | ${r.stable ? 'yes' : 'no'} | ${num(d.rate.cpuMsPerRequest, 3)} |`
+      : `| ${d.rate.perSec} | not measured (${d.rate.notMeasured ?? '?'}) | – | – | – | – | – | – | – |`,
+  ];
+}
+
+function engineSection(d: BenchData): string[] {
+  const out = [
+    '## Engine alone (onnxruntime, no server, every core)',
+    '',
+    'N sessions on N worker_threads (onnxruntime-node runs a session on its calling thread), the cores split between them, each session running the tier back to back; the best N is kept.',
+    '',
+    '| model | tier | best infer/s | ms per run | best setup | infer/s by sessions (1 / 2 / 4) |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const r of d.engine) {
+    out.push(
+      `| ${r.model} | ${r.tier} | ${num(r.inferPerSec)} | ${num(r.msPerRun, 2)} | ${r.sessions} session(s) × ${r.threadsPerSession} thread(s) | ` +
+        `${r.variants.map((v) => num(v.inferPerSec)).join(' / ')} |`,
+    );
+  }
+  return out;
+}
+
+function sweepsSection(d: BenchData): string[] {
+  const out = [
+    '## Every sweep',
+    '',
+    'Server columns are the Triton statistics of the mesh (`/v2/models/<m>/stats`), averaged per request over the same windows as the client figures: request = received to answered, then its queue, compute input, infer and output parts.',
+  ];
+  for (const s of d.sweeps) {
+    out.push('', `### ${s.model}: ${s.setup}`, '');
+    if (s.notMeasured) {
+      out.push(`Not measured: ${s.notMeasured}`);
+      continue;
+    }
+    out.push(
+      '| concurrency | infer/s | avg ms | p50 ms | p90 ms | p99 ms | server request ms | server queue ms | server input ms | server infer ms | server output ms | errors | windows | stable |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const r of s.results) {
+      const v = r.server;
+      out.push(
+        `| ${r.level} | ${num(r.inferPerSec)} | ${ms(r.avgUs)} | ${ms(r.p50Us)} | ${ms(r.p90Us)} | ${ms(r.p99Us)} | ${ms(v?.requestUs)} | ${ms(v?.queueUs)} | ` +
+          `${ms(v?.computeInputUs)} | ${ms(v?.computeInferUs)} | ${ms(v?.computeOutputUs)} | ${r.errors} | ${r.windows} | ${r.stable ? 'yes' : 'no'} |`,
+      );
+    }
+  }
+  return out;
+}
+
+function usageSection(d: BenchData): string[] {
+  const out = [
+    '## Memory and CPU per process',
+    '',
+    'Every process that serves a scenario, RabbitMQ and Redis included where the scenario uses them; the load generator (the benchmark process, which also hosts the messaging echo) is left out. ' +
+      "RSS is the highest VmRSS sampled every 250 ms during the scenario; VmHWM is the process's peak since it started. CPU is user + system time from /proc over the whole scenario (warm-up included), per request answered in it.",
+    '',
+    '| scenario | process | RSS MiB (scenario peak) | VmHWM MiB | cores | CPU ms per request | CPU ms per request, all processes |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const r of d.usage) {
+    out.push(
+      `| ${r.scenario} | ${r.service} | ${r.rssMiB.toFixed(0)} | ${r.hwmMiB.toFixed(0)} | ${r.cpuCores.toFixed(2)} | ${num(r.cpuMsPerRequest, 3)} | ${num(r.allCpuMsPerRequest, 3)} |`,
+    );
+  }
+  return out;
+}
+
+/** REPORT.md's text. */
+export function renderReport(d: BenchData, totalSeconds: number): string {
+  const lines = [
+    '# GE Mesh benchmark',
+    '',
+    `Measured ${new Date().toISOString()} on this machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), Node ${process.version}. ` +
+      'The figures are specific to this machine and were taken while it was shared, so compare the ratios, which come from one run. ' +
+      `Windows of ${d.windowMs} ms, perf_analyzer's stability rule (last 3 windows within 10 %, at most ${d.maxTrials}), batch-1 requests with the binary tensor extension.`,
+    '',
+    ...targetsSection(targets(d)),
+    '',
+    ...ratiosSection(d),
+    '',
+    ...simSection(d),
+    '',
+    ...scalingSection(d),
+    '',
+    ...rateSection(d),
+    '',
+    ...engineSection(d),
+    '',
+    ...sweepsSection(d),
+    '',
+    ...usageSection(d),
+    '',
+    '## Plots',
+    '',
+    ...['tiny', 'resnet18', d.clip.model.name].map(
+      (m) => `![${m} throughput](${m}-throughput.svg) ![${m} latency](${m}-latency.svg)`,
+    ),
+    '',
+    '![scaling](scaling.svg) ![CPU per request](cpu-per-request.svg)',
+    '',
+    '![engine tiers](engine-tiers.svg)',
+    '',
+    `Total run time: ${totalSeconds.toFixed(0)} s.`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+async function sweepPlots(d: BenchData, out: string, model: string): Promise<void> {
+  const rows = d.sweeps
+    .filter((s) => s.model === model)
+    .flatMap((s) =>
+      s.results.map((r) => ({ setup: s.setup, concurrency: r.level, throughput: r.inferPerSec, p99: r.p99Us / 1000 })),
+    );
+  await writeFile(
+    join(out, `${model}-throughput.svg`),
+    await lineChartSvg({
+      title: `${model}: throughput vs concurrency`,
+      rows,
+      x: 'concurrency',
+      y: 'throughput',
+      series: 'setup',
+      yTitle: 'infer/s',
+      logY: true,
+    }),
+  );
+  await writeFile(
+    join(out, `${model}-latency.svg`),
+    await lineChartSvg({
+      title: `${model}: p99 latency vs throughput`,
+      rows,
+      x: 'throughput',
+      y: 'p99',
+      series: 'setup',
+      xTitle: 'infer/s',
+      yTitle: 'p99 latency (ms)',
+      logY: true,
+    }),
+  );
+}
+
+/** Every SVG the report links. */
+export async function writePlots(d: BenchData, out: string): Promise<void> {
+  for (const model of ['tiny', 'resnet18', d.clip.model.name]) await sweepPlots(d, out, model);
+  const one = d.scaling.rows.find((r) => r.devices === 1)?.result?.inferPerSec ?? 0;
+  const ceiling = modelledCeiling(d.scaling.model);
+  const scalingRows = d.scaling.rows.flatMap((r) => [
+    ...(r.result ? [{ devices: r.devices, infer: r.result.inferPerSec, series: 'GE Mesh, measured' }] : []),
+    { devices: r.devices, infer: one * r.devices, series: 'linear from 1 device (measured)' },
+    { devices: r.devices, infer: ceiling * r.devices, series: 'modelled ceiling (computed)' },
+  ]);
+  await writeFile(
+    join(out, 'scaling.svg'),
+    await lineChartSvg({
+      title: `${d.scaling.model.name}: throughput vs simulated NPUs`,
+      rows: scalingRows,
+      x: 'devices',
+      y: 'infer',
+      series: 'series',
+      yTitle: 'infer/s',
+    }),
+  );
+  const perScenario = [...new Map(d.usage.map((u) => [u.scenario, u.allCpuMsPerRequest])).entries()];
+  await writeFile(
+    join(out, 'cpu-per-request.svg'),
+    await barChartSvg({
+      title: 'CPU ms per answered request, all serving processes',
+      rows: perScenario.filter(([, v]) => Number.isFinite(v)).map(([scenario, cpu]) => ({ scenario, cpu })),
+      x: 'scenario',
+      y: 'cpu',
+      yTitle: 'CPU ms per request',
+    }),
+  );
+  await writeFile(
+    join(out, 'engine-tiers.svg'),
+    await barChartSvg({
+      title: 'engine alone: infer/s per tier (best sessions)',
+      rows: d.engine.map((r) => ({ tier: `${r.model} b${r.tier} (${r.sessions}s)`, infer: r.inferPerSec })),
+      x: 'tier',
+      y: 'infer',
+      yTitle: 'infer/s',
+    }),
+  );
+}
