@@ -10,25 +10,21 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
-/** Resident memory of a live process now (VmRSS), MiB. */
-export function rssMiB(pid: number): number {
+/** A memory field of a live process's /proc status (VmRSS, VmHWM …), MiB; 0 when it is gone. */
+function statusMiB(pid: number, field: string): number {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) / 1024 : 0;
   } catch {
     return 0;
   }
 }
 
+/** Resident memory of a live process now (VmRSS), MiB. */
+export const rssMiB = (pid: number): number => statusMiB(pid, 'VmRSS');
+
 /** Peak resident memory of a live process (VmHWM), MiB. */
-export function peakRssMiB(pid: number): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
+export const peakRssMiB = (pid: number): number => statusMiB(pid, 'VmHWM');
 
 /** The machine's RabbitMQ node and Redis server, whose CPU counts in the mesh's cost per request. */
 export function brokerAndRedisPids(): Array<{ name: string; pid: number }> {

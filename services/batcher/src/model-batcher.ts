@@ -463,8 +463,8 @@ export class ModelBatcher {
     this.log.debug({ model: this.model.name, batchId, tier, rows, requests: members.length }, 'batch published');
   }
 
-  /** Answer a request the batcher cannot batch at all (no claim: it never reaches a batch). */
-  private async refuse(msg: ConsumeMessage, req: InferRequestMessage, error: WireError): Promise<void> {
+  /** The one answer to a request that fails before any batch carries it. */
+  private sendError(req: InferRequestMessage, error: WireError): Promise<void> {
     const res: InferResponseMessage = {
       v: PROTOCOL_VERSION,
       id: req.id,
@@ -473,8 +473,13 @@ export class ModelBatcher {
       version: req.version,
       error,
     };
+    return this.broker.send(req.replyTo, encode(res), { correlationId: req.correlationId });
+  }
+
+  /** Answer a request the batcher cannot batch at all (no claim: it never reaches a batch). */
+  private async refuse(msg: ConsumeMessage, req: InferRequestMessage, error: WireError): Promise<void> {
     try {
-      await this.broker.send(req.replyTo, encode(res), { correlationId: req.correlationId });
+      await this.sendError(req, error);
       this.settle(msg, 'ack');
     } catch (err) {
       this.log.error({ err, id: req.id }, 'could not refuse a request; dead-lettered');
@@ -490,15 +495,7 @@ export class ModelBatcher {
         this.settle(msg, 'ack');
         return;
       }
-      const res: InferResponseMessage = {
-        v: PROTOCOL_VERSION,
-        id: req.id,
-        correlationId: req.correlationId,
-        model: req.model,
-        version: req.version,
-        error,
-      };
-      await this.broker.send(req.replyTo, encode(res), { correlationId: req.correlationId });
+      await this.sendError(req, error);
       this.settle(msg, 'ack');
     } catch (err) {
       this.log.error({ err, id: req.id }, 'could not answer an expired request');
