@@ -131,9 +131,13 @@ export class LanePool {
     });
   }
 
-  /** Run a batch on the next idle lane. */
-  async run(batch: Uint8Array): Promise<ReplyGroup[]> {
-    return this.post(await this.acquire(), batch);
+  /** Run a batch on the next idle lane; `laneMs` is how long it held the lane. */
+  async run(batch: Uint8Array): Promise<{ groups: ReplyGroup[]; laneMs: number }> {
+    const lane = await this.acquire();
+    // Timed from the moment a lane is free: the wait for one is queueing, not the tier's cost.
+    const t0 = performance.now();
+    const groups = await this.post(lane, batch);
+    return { groups, laneMs: performance.now() - t0 };
   }
 
   /** Run each batch on every lane in turn (warmup: every lane compiles and touches every tier). */

@@ -36,10 +36,10 @@ interface DeviceConsumer {
  * One model on this worker: its lanes on every device that loads it (a
  * LanePool per device and version), warmed up before it is ready, and one
  * consumer per device on the model's shared batch queue with prefetch =
- * twice that device's lanes (the batch running and the next). RabbitMQ hands a batch only to a consumer with free
- * credit, so batches go to idle lanes across every device of every worker
- * (least-loaded pull), and a slow or stuck device gets nothing beyond its
- * lanes.
+ * twice that device's lanes (the batch running and the next). RabbitMQ
+ * hands a batch only to a consumer with free credit, so batches go to the
+ * least-loaded devices of every worker (pull), and a slow or stuck device
+ * gets nothing beyond two batches per lane.
  */
 export class ServedModel {
   state: WorkerModelState = 'loading';
@@ -178,13 +178,14 @@ export class ServedModel {
       let laneMs: number | undefined;
       if (body) {
         if (TEST_LANE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS));
-        const t0 = performance.now();
-        const groups = await pool.run(body);
+        const run = await pool.run(body);
         // The batchers plan with each tier's lane time (whole batches only).
-        if (body === msg.content) laneMs = performance.now() - t0;
+        if (body === msg.content) laneMs = run.laneMs;
         // One message per reply queue (a gateway) for the whole batch.
         await Promise.all(
-          groups.map((g) => broker.send(g.replyTo, Buffer.from(g.body.buffer, g.body.byteOffset, g.body.byteLength))),
+          run.groups.map((g) =>
+            broker.send(g.replyTo, Buffer.from(g.body.buffer, g.body.byteOffset, g.body.byteLength)),
+          ),
         );
       }
       await claims.finish(batch, laneMs);
