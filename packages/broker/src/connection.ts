@@ -5,40 +5,179 @@ import { DEFAULT_DELIVERY_LIMIT, type Durability, type Topology } from './topolo
 
 export type { Channel, ConfirmChannel, ConsumeMessage };
 
+/** Reconnect delays: capped exponential, with jitter so a fleet does not reconnect in step. */
+const RECONNECT_BASE_MS = 250;
+const RECONNECT_CAP_MS = 5_000;
 /**
- * One AMQP connection with a confirm channel for publishing and separate
- * channels for consumers (a consumer's prefetch is per channel).
+ * AMQP heartbeat, seconds: a silent peer (a black-holed or half-open
+ * connection) is declared dead after two missed beats, within 10 s, instead
+ * of amqplib's 60 s default.
+ */
+export const HEARTBEAT_SECONDS = 4;
+
+/** The broker is not reachable now; the caller answers UNAVAILABLE (or retries later). */
+export class BrokerUnavailableError extends Error {
+  override name = 'BrokerUnavailableError';
+  constructor() {
+    super('the message broker is not reachable');
+  }
+}
+
+/** Set the heartbeat on an AMQP URL unless it sets one itself. */
+export function withHeartbeat(url: string, seconds = HEARTBEAT_SECONDS): string {
+  const u = new URL(url);
+  if (!u.searchParams.has('heartbeat')) u.searchParams.set('heartbeat', String(seconds));
+  return u.toString();
+}
+
+type Setup = () => Promise<void>;
+
+/**
+ * One AMQP connection that outlives the broker: a confirm channel for
+ * publishing, separate channels for consumers (a consumer's prefetch is per
+ * channel), and a reconnect loop. When the connection drops (broker restart,
+ * a cut or silent socket) it reconnects with capped exponential backoff and
+ * jitter, opens a new publisher, and runs every registered setup again in
+ * order (declare topology, open channels and consumers, restore prefetch),
+ * so each component states once what it needs on the broker. Meanwhile
+ * publishes fail at once with BrokerUnavailableError.
  */
 export class Broker {
   private closing = false;
+  private model?: ChannelModel;
+  private confirm?: ConfirmChannel;
+  private readonly setups: Setup[] = [];
+  private readonly lostListeners: Array<() => void> = [];
+  private attempts = 0;
+  private lostAt = 0;
+  /** An attempt (connect + setups) is running: a drop during it is that attempt's failure. */
+  private opening = false;
+  /** The channel each delivery came on: it can be settled there only. */
+  private readonly origin = new WeakMap<ConsumeMessage, Channel>();
+  /** Reconnections since start (a metric). */
+  reconnects = 0;
+
   private constructor(
-    readonly connection: ChannelModel,
-    readonly publisher: ConfirmChannel,
+    private readonly url: string,
     readonly topology: Topology,
     private readonly log: Logger,
-  ) {
-    connection.on('error', (err: Error) => log.error({ err }, 'broker connection error'));
-    connection.on('close', () => {
-      if (!this.closing) log.fatal('broker connection closed unexpectedly');
-      this.onLost?.();
-    });
+    private readonly name: string,
+  ) {}
+
+  /** Connect, waiting for the broker as long as it takes (a service may start before it). */
+  static async connect(url: string, topo: Topology, log: Logger, name: string): Promise<Broker> {
+    const b = new Broker(withHeartbeat(url), topo, log, name);
+    while (!(await b.open())) {
+      if (b.closing) break;
+      await new Promise((r) => setTimeout(r, b.nextDelay()));
+    }
+    return b;
   }
 
-  /** Called when the connection drops while not closing on purpose. */
-  onLost?: () => void;
+  get connected(): boolean {
+    return this.model !== undefined && this.confirm !== undefined && !this.closing;
+  }
 
-  static async connect(url: string, topo: Topology, log: Logger, name: string): Promise<Broker> {
-    // noDelay: without it request/reply suffers Nagle + delayed-ACK stalls (p99 ~47 ms).
-    const connection = await amqp.connect(url, { noDelay: true, clientProperties: { connection_name: name } });
-    coalesceWrites((connection.connection as unknown as { stream: Socket }).stream);
-    const publisher = await connection.createConfirmChannel();
-    return new Broker(connection, publisher, topo, log);
+  /** The live connection; throws while the broker is away. */
+  get connection(): ChannelModel {
+    if (!this.model) throw new BrokerUnavailableError();
+    return this.model;
+  }
+
+  /** The live confirm channel for publishing; throws while the broker is away. */
+  get publisher(): ConfirmChannel {
+    if (!this.confirm) throw new BrokerUnavailableError();
+    return this.confirm;
+  }
+
+  /**
+   * Run `setup` now (when connected, unless `runNow` is false: the caller has
+   * just done it) and again after every reconnect. A setup that fails drops
+   * the connection, so the next attempt starts clean.
+   */
+  async onReady(setup: Setup, runNow = true): Promise<void> {
+    this.setups.push(setup);
+    if (runNow && this.connected) await setup();
+  }
+
+  /** Called at once when the connection is lost: state tied to its channels (deliveries) is void. */
+  onLost(listener: () => void): void {
+    this.lostListeners.push(listener);
+  }
+
+  private nextDelay(): number {
+    this.attempts++;
+    const cap = Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** Math.min(this.attempts - 1, 16));
+    return Math.round(cap / 2 + Math.random() * (cap / 2));
+  }
+
+  /** One connection attempt with the setups; false when it failed (logged). */
+  private async open(): Promise<boolean> {
+    let model: ChannelModel | undefined;
+    this.opening = true;
+    try {
+      // noDelay: without it request/reply suffers Nagle + delayed-ACK stalls (p99 ~47 ms).
+      model = await amqp.connect(this.url, { noDelay: true, clientProperties: { connection_name: this.name } });
+      coalesceWrites((model.connection as unknown as { stream: Socket }).stream);
+      model.on('error', (err: Error) => this.log.warn({ err: err.message }, 'broker connection error'));
+      model.on('close', () => this.lost(model as ChannelModel));
+      this.confirm = await model.createConfirmChannel();
+      this.confirm.on('error', (err: Error) => this.log.warn({ err: err.message }, 'broker publisher channel error'));
+      this.model = model;
+      for (const setup of this.setups) await setup();
+    } catch (err) {
+      this.model = undefined;
+      this.confirm = undefined;
+      await model?.close().catch(() => undefined);
+      if (!this.closing) {
+        this.log.warn({ err: (err as Error).message, attempt: this.attempts + 1 }, 'broker not reachable');
+      }
+      return false;
+    } finally {
+      this.opening = false;
+    }
+    if (this.lostAt > 0) {
+      this.reconnects++;
+      this.log.info({ attempts: this.attempts, downMs: Date.now() - this.lostAt }, 'broker connection restored');
+    }
+    this.attempts = 0;
+    this.lostAt = 0;
+    return true;
+  }
+
+  private lost(model: ChannelModel): void {
+    if (this.model !== model) return; // a half-open attempt that failed: already handled
+    this.model = undefined;
+    this.confirm = undefined;
+    if (this.closing) return;
+    this.lostAt ||= Date.now();
+    this.log.error('broker connection lost; reconnecting');
+    for (const l of this.lostListeners) {
+      try {
+        l();
+      } catch (err) {
+        this.log.error({ err }, 'broker loss listener failed');
+      }
+    }
+    // A drop while the setups run fails that attempt; its loop retries.
+    if (!this.opening) void this.reconnect();
+  }
+
+  private async reconnect(): Promise<void> {
+    while (!this.closing) {
+      const delayMs = this.nextDelay();
+      this.log.warn({ attempt: this.attempts, delayMs }, 'broker reconnect scheduled');
+      await new Promise((r) => setTimeout(r, delayMs));
+      if (this.closing || (await this.open())) return;
+    }
   }
 
   /** Publish and resolve once the broker confirmed it (at-least-once hand-off). */
   publish(exchange: string, routingKey: string, body: Buffer, options: Options.Publish = {}): Promise<void> {
+    const ch = this.confirm;
+    if (!ch) return Promise.reject(new BrokerUnavailableError());
     return new Promise((resolve, reject) => {
-      this.publisher.publish(exchange, routingKey, body, options, (err) =>
+      ch.publish(exchange, routingKey, body, options, (err) =>
         err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(),
       );
     });
@@ -104,6 +243,7 @@ export class Broker {
           if (!this.closing) this.log.warn({ queue }, 'consumer cancelled by the broker');
           return;
         }
+        this.origin.set(msg, ch);
         onMessage(msg);
       },
       options,
@@ -111,10 +251,27 @@ export class Broker {
     return consumerTag;
   }
 
+  /**
+   * Ack, requeue or dead-letter a delivery on the channel it came on. False
+   * when that channel is gone: the broker has requeued the delivery already
+   * (a delivery tag means nothing on any other channel).
+   */
+  settle(msg: ConsumeMessage, how: 'ack' | 'requeue' | 'reject'): boolean {
+    const ch = this.origin.get(msg);
+    if (!ch) return false;
+    try {
+      if (how === 'ack') ch.ack(msg);
+      else ch.nack(msg, false, how === 'requeue');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     try {
-      await this.connection.close();
+      await this.model?.close();
     } catch {
       // Already closed.
     }

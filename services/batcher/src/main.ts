@@ -46,6 +46,3 @@ async function shutdown(signal: string): Promise<void> {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
-broker.onLost = () => {
-  if (!stopping) process.exit(1);
-};

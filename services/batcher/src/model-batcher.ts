@@ -133,13 +133,26 @@ export class ModelBatcher {
   }
 
   async start(): Promise<void> {
-    const setup = await this.broker.channel();
-    await this.broker.assertWorkQueue(setup, this.topo.requests(this.model.name));
-    await this.broker.assertWorkQueue(setup, this.topo.batches(this.model.name));
-    await setup.close();
+    // Deliveries of a lost connection are void (the broker requeues them): forget what was held.
+    this.broker.onLost(() => this.connectionLost());
     await this.slots.start();
+    // Declared and consumed again after every reconnect; a preserve_ordering model consumes only
+    // while it leads (the lead tick takes it up again).
+    await this.broker.onReady(async () => {
+      const setup = await this.broker.channel();
+      await this.broker.assertWorkQueue(setup, this.topo.requests(this.model.name));
+      await this.broker.assertWorkQueue(setup, this.topo.batches(this.model.name));
+      await setup.close();
+      if (!this.preserveOrdering && !this.stopping) await this.consume();
+    });
     if (this.preserveOrdering) await this.leadOrStandBy();
-    else await this.consume();
+  }
+
+  private connectionLost(): void {
+    this.ch = undefined;
+    this.consumerTag = undefined;
+    this.queue.drain();
+    clearTimeout(this.timer);
   }
 
   /** Limits on batches in flight: `idle` (one per lane) and `total` (with staging). */
@@ -173,7 +186,9 @@ export class ModelBatcher {
     this.prefetch = this.wantedPrefetch();
     const ch = await this.broker.channel(this.prefetch);
     this.ch = ch;
-    this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (msg) => this.onRequest(msg));
+    this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (msg) =>
+      this.onRequest(ch, msg),
+    );
   }
 
   /** A new consumer with the new prefetch; deliveries held by the old one stay unacked on the channel. */
@@ -186,7 +201,9 @@ export class ModelBatcher {
       await ch.cancel(this.consumerTag);
       await ch.prefetch(wanted);
       this.prefetch = wanted;
-      this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (m) => this.onRequest(m));
+      this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (m) =>
+        this.onRequest(ch, m),
+      );
       this.log.debug({ model: this.model.name, prefetch: wanted }, 'prefetch resized');
     } catch (err) {
       this.log.error({ err, model: this.model.name }, 'prefetch not resized');
@@ -223,7 +240,7 @@ export class ModelBatcher {
     return priority >= 1 && priority <= n ? priority : (this.db?.defaultPriorityLevel ?? 1);
   }
 
-  private onRequest(msg: ConsumeMessage): void {
+  private onRequest(ch: Channel, msg: ConsumeMessage): void {
     let req: InferRequestMessage;
     try {
       req = decode<InferRequestMessage>(msg.content);
@@ -240,7 +257,7 @@ export class ModelBatcher {
       return;
     }
     if (!msg.fields.redelivered && !this.arrivals) {
-      this.enqueue(msg, req);
+      this.enqueue(ch, msg, req);
       return;
     }
     // A redelivered request (its previous holder died or gave it back) may already be batched
@@ -253,7 +270,7 @@ export class ModelBatcher {
           return;
         }
       }
-      this.enqueue(msg, req);
+      this.enqueue(ch, msg, req);
     });
     this.arrivals = next;
     void next.finally(() => {
@@ -261,7 +278,9 @@ export class ModelBatcher {
     });
   }
 
-  private enqueue(msg: ConsumeMessage, req: InferRequestMessage): void {
+  private enqueue(ch: Channel, msg: ConsumeMessage, req: InferRequestMessage): void {
+    // Its channel closed while Redis was asked about it: the broker gives it to us again.
+    if (ch !== this.ch) return;
     const batched = this.model.config.maxBatchSize > 0;
     const shapeKey = req.inputs
       .map((t) => `${t.name}:${t.datatype}:${(batched ? t.shape.slice(1) : t.shape).join('x')}`)
@@ -503,13 +522,9 @@ export class ModelBatcher {
     }
   }
 
+  /** On the delivery's own channel; a no-op once it is gone (the broker requeued the delivery). */
   private settle(msg: ConsumeMessage, how: 'ack' | 'requeue' | 'reject'): void {
-    try {
-      if (how === 'ack') this.ch?.ack(msg);
-      else this.ch?.nack(msg, false, how === 'requeue');
-    } catch {
-      // The channel is gone: the broker has requeued the delivery already.
-    }
+    this.broker.settle(msg, how);
   }
 
   private track(p: Promise<void>): void {

@@ -14,6 +14,13 @@ import type { ValidatedInfer } from './infer/index.js';
 import type { ReplyRouter } from './reply-router.js';
 
 /**
+ * How long after a request's deadline the gateway answers it with a timeout
+ * itself: the hops that hold it answer at the deadline, with their own
+ * statistics; this is the backstop for an answer that cannot come.
+ */
+const DEADLINE_SLACK_MS = 250;
+
+/**
  * Hands a validated request to its model's batcher and waits for the one
  * answer. The publish is confirmed before waiting: a request the broker did
  * not take is answered at once with an error, never left hanging.
@@ -48,13 +55,20 @@ export class InferService {
     };
     const leaveQueue = await this.admission?.admit(model.config, id, msg.priority, msg.deadline);
     // Wait first, so a reply racing the confirm is not missed.
-    const reply = this.replies.wait(id, this.requestTimeoutMs + 1_000);
-    try {
-      await this.broker.send(this.broker.topology.requests(model.name), encode(msg), {
+    const reply = this.replies.wait(id, this.requestTimeoutMs + DEADLINE_SLACK_MS);
+    const queued = this.broker
+      .send(this.broker.topology.requests(model.name), encode(msg), {
         persistent: this.broker.persistent,
         messageId: id,
-      });
-    } catch {
+      })
+      .then(
+        () => 'queued' as const,
+        () => 'refused' as const,
+      );
+    // A confirm that never comes (a silent, half-open broker) must not outlast the deadline: the
+    // reply wait ends it then, with a timeout.
+    const first = await Promise.race([queued, reply.then(() => 'ended' as const)]);
+    if (first === 'refused') {
       this.replies.cancel(id);
       await leaveQueue?.();
       // The broker's own text may name queues and hosts: it stays out of the answer.

@@ -2,7 +2,12 @@ import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
-import { InferenceMetrics, type MetricsServer, serveMetrics } from '@ge-mesh/telemetry/metrics';
+import {
+  InferenceMetrics,
+  type MetricsServer,
+  registerConnectionMetrics,
+  serveMetrics,
+} from '@ge-mesh/telemetry/metrics';
 import { Admission } from './admission.js';
 import { AmqpIngress } from './amqp/ingress.js';
 import { AuthConfigError, Authorizer } from './auth.js';
@@ -48,9 +53,12 @@ const addMetrics = (name: string) => {
 for (const name of states.names()) addMetrics(name);
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `gateway-${process.pid}`);
-const setup = await broker.channel();
-for (const name of states.names()) await broker.assertWorkQueue(setup, topo.requests(name));
-await setup.close();
+// Declared again after every reconnect (a broker that lost its definitions gets them back).
+await broker.onReady(async () => {
+  const setup = await broker.channel();
+  for (const name of states.names()) await broker.assertWorkQueue(setup, topo.requests(name));
+  await setup.close();
+});
 const replies = new ReplyRouter(broker, log);
 // max_queue_size is counted in Redis, shared by every gateway.
 const admission = new Admission(BatchStore.connect(settings.redisUrl, settings.namespace));
@@ -63,9 +71,11 @@ replies.onReply = inference.observeReply;
 await replies.start();
 
 let stopping = false;
-const isReady = () => !stopping;
+// Not ready while the broker is away: infer requests get 503 at once instead of waiting for a deadline.
+const isReady = () => !stopping && broker.connected;
 const limits = { maxBodyBytes: settings.maxBodyBytes, maxTensorElements: settings.maxTensorElements };
 
+if (metrics) registerConnectionMetrics(metrics.registry, { broker });
 let metricsServer: MetricsServer | undefined;
 if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
 
@@ -125,6 +135,3 @@ async function shutdown(signal: string): Promise<void> {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
-broker.onLost = () => {
-  if (!stopping) process.exit(1);
-};

@@ -28,7 +28,12 @@ export class ReplyRouter {
     this.queue = broker.topology.replies(owner);
   }
 
-  async start(): Promise<void> {
+  /** Consume the reply queue, and again after every reconnect (an exclusive queue dies with its connection). */
+  start(): Promise<void> {
+    return this.broker.onReady(() => this.consume());
+  }
+
+  private async consume(): Promise<void> {
     const ch: Channel = await this.broker.channel();
     await ch.assertQueue(this.queue, { exclusive: true, autoDelete: true, durable: false });
     await this.broker.consume(

@@ -88,9 +88,6 @@ const presence = new WorkerPresence(
 
 process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
 process.on('SIGINT', () => void shutdown('SIGINT', 0));
-broker.onLost = () => {
-  if (!stopping) process.exit(1);
-};
 
 // Devices: explicit ids (leased too, so two workers never drive one device) or free ones.
 const candidates = explicit ?? Array.from({ length: deviceCount }, (_, i) => i);
@@ -244,6 +241,11 @@ await presence.start(wanted);
 await scheduleReconcile();
 if (!stopping) {
   await deadLetters.start();
+  // After a broker reconnect: consume every served model and the dead letters again.
+  await broker.onReady(async () => {
+    for (const s of served.values()) await s.resume();
+    if (!stopping) await deadLetters.start();
+  }, false);
   state = 'ready';
   await presence.flush();
   log.info(

@@ -146,7 +146,12 @@ export class ServedModel {
     const c: DeviceConsumer = { device, ch };
     this.consumers.push(c);
     ch.on('close', () => {
-      if (!this.closing && this.state === 'ready') this.deps.onChannelLost(this.name);
+      // With the connection gone, the broker's reconnect resumes consuming (resume()); a channel
+      // closed under a live connection is a fault of its own.
+      // (A connection's channels close just before it reports its own close: look a tick later.)
+      setImmediate(() => {
+        if (!this.closing && this.state === 'ready' && broker.connected) this.deps.onChannelLost(this.name);
+      });
     });
     const queue = topo.batches(this.name);
     await broker.assertWorkQueue(ch, queue);
@@ -202,6 +207,13 @@ export class ServedModel {
       this.inflight--;
       if (this.inflight === 0) for (const wake of this.idle.splice(0)) wake();
     }
+  }
+
+  /** After a reconnect: the old channels died with the connection; consume again on every device. */
+  async resume(): Promise<void> {
+    if (this.state !== 'ready' || this.closing) return;
+    this.consumers.splice(0);
+    for (const device of this.placement.devices) await this.consume(device);
   }
 
   /** Stop taking batches (basic.cancel); deliveries in hand still run. */

@@ -58,6 +58,7 @@ export class AmqpIngress {
   private readonly names: ReturnType<typeof ingressNames>;
   /** Messages acked without an answer (no usable reply_to). */
   unanswerable = 0;
+  private stopped = false;
 
   constructor(private readonly deps: AmqpIngressDeps) {
     this.names = ingressNames(deps.broker.topology.namespace);
@@ -67,7 +68,17 @@ export class AmqpIngress {
     return this.names.queue;
   }
 
-  async start(): Promise<void> {
+  /** Consume the ingress queue, and again after every reconnect. */
+  start(): Promise<void> {
+    this.deps.broker.onLost(() => {
+      this.ch = undefined;
+      this.replyCh = undefined;
+    });
+    return this.deps.broker.onReady(() => this.consume());
+  }
+
+  private async consume(): Promise<void> {
+    if (this.stopped) return;
     const { broker } = this.deps;
     const ch = await broker.channel(this.deps.prefetch);
     await ch.assertExchange(this.names.exchange, 'fanout', { durable: true });
@@ -93,7 +104,7 @@ export class AmqpIngress {
         { correlationId },
         replyTo ? 'request reply_to names a mesh queue; dropped' : 'request without reply_to; dropped',
       );
-      this.ch?.ack(msg);
+      this.deps.broker.settle(msg, 'ack');
       return;
     }
     let reply: IngressReply;
@@ -110,7 +121,7 @@ export class AmqpIngress {
     } catch (err) {
       this.deps.log.warn({ err, correlationId }, 'reply could not be published');
     }
-    this.ch?.ack(msg);
+    this.deps.broker.settle(msg, 'ack');
   }
 
   private async process(msg: ConsumeMessage): Promise<IngressReplyOk> {
@@ -185,6 +196,7 @@ export class AmqpIngress {
 
   /** Stops taking messages and waits for the ones in hand to be answered. */
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.ch && this.tag) await this.ch.cancel(this.tag).catch(() => undefined);
     await Promise.allSettled([...this.inFlight]);
     await this.ch?.close().catch(() => undefined);
