@@ -14,9 +14,9 @@ import {
 import { type WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { Redis } from 'ioredis';
-import { Pool } from 'undici';
+import { driveHttp } from '../support/http-load.js';
 import { DURABILITY, RABBITMQ_URL, REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
-import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
+import { Reference, toleranceRatio } from '../support/reference.js';
 
 /**
  * Three worker processes on the real RabbitMQ and Redis, each leasing its
@@ -131,54 +131,6 @@ class Ledger {
   async close(): Promise<void> {
     await this.conn.close().catch(() => undefined);
   }
-}
-
-interface HttpSent {
-  seed: number;
-  sentAt: number;
-  status?: number;
-  body?: string;
-  at?: number;
-  failure?: string;
-}
-
-/** Open-loop HTTP load through the gateway: each request fired on schedule, its one response recorded. */
-async function driveHttp(url: string, rate: number, ms: number, at: (elapsed: number) => void): Promise<HttpSent[]> {
-  const pool = new Pool(url, { connections: 64 });
-  const out: HttpSent[] = [];
-  const inflight: Promise<void>[] = [];
-  const start = Date.now();
-  const fire = (seed: number) => {
-    const s: HttpSent = { seed, sentAt: Date.now() };
-    out.push(s);
-    const body = jsonInferBody(sampleInputs(demoModel('tiny'), 1, seed));
-    inflight.push(
-      pool
-        .request({
-          path: '/v2/models/tiny/infer',
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-        })
-        .then(async (res) => {
-          s.body = await res.body.text();
-          s.status = res.statusCode;
-          s.at = Date.now();
-        })
-        .catch((err: Error) => {
-          s.failure = err.message;
-        }),
-    );
-  };
-  while (Date.now() - start < ms) {
-    const due = Math.floor(((Date.now() - start) / 1000) * rate);
-    while (out.length < due) fire(1_000_000 + out.length + start);
-    at(Date.now() - start);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  await Promise.all(inflight);
-  await pool.close();
-  return out;
 }
 
 interface Tally {
