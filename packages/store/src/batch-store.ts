@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
+import { type HealthLog, RedisHealth } from './redis-health.js';
 import { defineScripts, type ScriptName, type ScriptRunner } from './scripts.js';
 
 /** What Redis keeps about a batch: enough to rebuild or fail it after a crash. */
@@ -65,9 +66,14 @@ export class BatchStore {
     this.scripts = defineScripts(redis);
   }
 
-  static connect(url: string, namespace: string): BatchStore {
+  /** Connection health (probed; see RedisHealth), when connected through connect(). */
+  health?: RedisHealth;
+
+  static connect(url: string, namespace: string, log?: HealthLog): BatchStore {
     // Workers and batchers wait out a Redis restart rather than fail requests early.
-    return new BatchStore(new Redis(url, { maxRetriesPerRequest: 3, enableAutoPipelining: true }), namespace);
+    const store = new BatchStore(new Redis(url, { maxRetriesPerRequest: 3, enableAutoPipelining: true }), namespace);
+    store.health = new RedisHealth(store.redis, log);
+    return store;
   }
 
   batchKey(batchId: string): string {
@@ -303,6 +309,7 @@ export class BatchStore {
   }
 
   async close(): Promise<void> {
+    this.health?.stop();
     await this.redis.quit().catch(() => undefined);
   }
 }

@@ -16,7 +16,7 @@ const wanted = settings.models === '*' ? null : new Set(settings.models.split(',
 const models = [...repo.models.values()].filter((m) => !wanted || wanted.has(m.name));
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `batcher-${process.pid}`);
-const store = BatchStore.connect(settings.redisUrl, settings.namespace);
+const store = BatchStore.connect(settings.redisUrl, settings.namespace, log);
 const batchers = models.map(
   (m) =>
     new ModelBatcher(

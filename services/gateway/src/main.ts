@@ -28,7 +28,7 @@ const topo = topology(settings.namespace, settings.durability as Durability);
 const repository = await loadRepository(settings.modelRepository);
 for (const [name, err] of repository.errors) log.error({ model: name, err: err.message }, 'model not loaded');
 // Model readiness follows the worker registry: a model is ready while a live worker serves it.
-const registryStore = BatchStore.connect(settings.redisUrl, settings.namespace);
+const registryStore = BatchStore.connect(settings.redisUrl, settings.namespace, log);
 const workerStates = await WorkerModelStates.start(
   repository,
   new WorkerRegistry(registryStore.redis, settings.namespace),
@@ -61,7 +61,7 @@ await broker.onReady(async () => {
 });
 const replies = new ReplyRouter(broker, log);
 // max_queue_size is counted in Redis, shared by every gateway.
-const admission = new Admission(BatchStore.connect(settings.redisUrl, settings.namespace));
+const admission = new Admission(registryStore);
 const inference = new Inference(
   new InferService(broker, replies, settings.requestTimeoutMs, admission),
   new InferenceStats(),
@@ -71,11 +71,17 @@ replies.onReply = inference.observeReply;
 await replies.start();
 
 let stopping = false;
-// Not ready while the broker is away: infer requests get 503 at once instead of waiting for a deadline.
-const isReady = () => !stopping && broker.connected;
+// Not ready while the broker or Redis is away: infer requests get 503 at once instead of waiting
+// for a deadline. After Redis comes back, the worker registry refills with the workers' next
+// heartbeats (entries lapse during a long outage, or vanish with the data): until then a model
+// would look unserved, so readiness waits that long too.
+const REGISTRY_REFILL_MS = 2_500;
+const redisUp = () => !registryStore.health || registryStore.health.upMs >= REGISTRY_REFILL_MS;
+const isReady = () => !stopping && broker.connected && redisUp();
 const limits = { maxBodyBytes: settings.maxBodyBytes, maxTensorElements: settings.maxTensorElements };
 
-if (metrics) registerConnectionMetrics(metrics.registry, { broker });
+if (metrics && registryStore.health)
+  registerConnectionMetrics(metrics.registry, { broker, redis: registryStore.health });
 let metricsServer: MetricsServer | undefined;
 if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
 
@@ -128,7 +134,6 @@ async function shutdown(signal: string): Promise<void> {
   await app.close();
   await metricsServer?.close();
   await broker.close();
-  await admission.close();
   await workerStates.close();
   await registryStore.close();
   process.exit(0);
