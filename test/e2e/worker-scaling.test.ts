@@ -270,6 +270,10 @@ describe('workers at scale: leases, spread, kill -9, drain, poison', { timeout: 
 
     // The public path: one answer per request, none lost, in time or a typed error, outputs right.
     const h = { requests: viaHttp.length, lost: 0, ok: 0, typedErrors: 0, late: 0, wrong: 0, untyped: 0 };
+    // Successes per phase: before the kill, and from 1 s after it (the survivors took over).
+    const phase = { okBefore: 0, sentAfter: 0, okAfter: 0 };
+    const after = (sentAt: number) => sentAt >= killedAt + 1_000;
+    for (const s of viaHttp) if (after(s.sentAt)) phase.sentAfter++;
     for (const s of viaHttp) {
       if (s.status === undefined) {
         h.lost++;
@@ -285,8 +289,15 @@ describe('workers at scale: leases, spread, kill -9, drain, poison', { timeout: 
       const y = (JSON.parse(s.body ?? '{}') as { outputs: Array<{ data: number[] }> }).outputs[0]?.data ?? [];
       const expected = (await ref.run('tiny', sampleInputs(demoModel('tiny'), 1, s.seed))).y?.data;
       if (!expected || toleranceRatio(y, expected, 1e-4, 1e-3) > 1) h.wrong++;
-      else h.ok++;
+      else {
+        h.ok++;
+        if (s.sentAt < killedAt) phase.okBefore++;
+        if (after(s.sentAt)) phase.okAfter++;
+      }
     }
+    assert.ok(phase.okBefore >= 100, `200s before the kill: ${JSON.stringify(phase)}`);
+    assert.ok(phase.okAfter >= 100, `200s after the kill: ${JSON.stringify(phase)}`);
+    assert.ok(phase.okAfter >= 0.99 * phase.sentAfter, `200s after the kill: ${JSON.stringify(phase)}`);
     assert.ok(h.requests >= RATE * 2, `sent ${h.requests}`);
     assert.deepEqual(
       { lost: h.lost, late: h.late, wrong: h.wrong, untyped: h.untyped },

@@ -96,6 +96,19 @@ export class WorkerRegistry {
     return `${this.namespace}:registry`;
   }
 
+  /** A key without TTL, written once: its absence means Redis lost the namespace's data. */
+  get aliveKey(): string {
+    return `${this.namespace}:alive`;
+  }
+
+  /**
+   * Make sure the alive mark exists; true when it had to be written (the
+   * first start of the namespace, or Redis lost everything since).
+   */
+  async markAlive(): Promise<boolean> {
+    return (await this.redis.set(this.aliveKey, String(Date.now()), 'NX')) === 'OK';
+  }
+
   /**
    * Take `count` free devices among `candidates` (in that order) for `workerId`,
    * all or none; null while fewer are free.

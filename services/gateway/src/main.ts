@@ -19,7 +19,7 @@ import type { ModelStates } from './model-states.js';
 import { ReplyRouter } from './reply-router.js';
 import { loadGatewaySettings } from './settings.js';
 import { InferenceStats } from './stats/inference-stats.js';
-import { WorkerModelStates } from './worker-model-states.js';
+import { REGISTRY_REFILL_MS, WorkerModelStates } from './worker-model-states.js';
 
 const settings = loadGatewaySettings();
 const log = createLogger('gateway', settings.logLevel);
@@ -75,9 +75,8 @@ let stopping = false;
 // for a deadline. After Redis comes back, the worker registry refills with the workers' next
 // heartbeats (entries lapse during a long outage, or vanish with the data): until then a model
 // would look unserved, so readiness waits that long too.
-const REGISTRY_REFILL_MS = 2_500;
 const redisUp = () => !registryStore.health || registryStore.health.upMs >= REGISTRY_REFILL_MS;
-const isReady = () => !stopping && broker.connected && redisUp();
+const isReady = () => !stopping && broker.connected && redisUp() && !workerStates.rebuilding;
 const limits = { maxBodyBytes: settings.maxBodyBytes, maxTensorElements: settings.maxTensorElements };
 
 if (metrics && registryStore.health)

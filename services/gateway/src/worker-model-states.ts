@@ -6,6 +6,12 @@ import type { ModelIndexEntry, ModelReadyState, ModelStates } from './model-stat
 
 /** How often the registry is re-read besides its change notifications (a dead worker sends none). */
 const REFRESH_MS = 500;
+/**
+ * How long the registry takes to fill again once Redis is back (or came back
+ * empty): live workers rewrite their entries every heartbeat (1 s by
+ * default), so two of them and a refresh.
+ */
+export const REGISTRY_REFILL_MS = 2_500;
 
 interface Snapshot {
   readonly workers: readonly WorkerInfo[];
@@ -32,6 +38,8 @@ export class WorkerModelStates implements ModelStates {
   private refreshing?: Promise<void>;
   private again = false;
   private waiters: Array<() => void> = [];
+  private started = false;
+  private rebuildingUntil = 0;
 
   private constructor(
     private readonly repository: Repository,
@@ -64,7 +72,22 @@ export class WorkerModelStates implements ModelStates {
       do {
         this.again = false;
         try {
-          const [workers, controls] = await Promise.all([this.registry.liveWorkers(), this.registry.controls()]);
+          const [wiped, workers, controls] = await Promise.all([
+            this.registry.markAlive(),
+            this.registry.liveWorkers(),
+            this.registry.controls(),
+          ]);
+          if (wiped && this.started) {
+            // Redis lost everything (FLUSHALL, a restart without persistence): the workers write the
+            // registry again with their next heartbeats; until then keep the last view, not ready.
+            this.rebuildingUntil = Date.now() + REGISTRY_REFILL_MS;
+            this.log?.warn(
+              { refillMs: REGISTRY_REFILL_MS },
+              'Redis lost the mesh state; rebuilding it from live workers',
+            );
+          }
+          this.started = true;
+          if (this.rebuilding) continue;
           this.snapshot = { workers, controls };
           for (const wake of this.waiters.splice(0)) wake();
         } catch (err) {
@@ -91,6 +114,11 @@ export class WorkerModelStates implements ModelStates {
       });
     }
     return true;
+  }
+
+  /** Redis lost the registry a moment ago and the workers are writing it again. */
+  get rebuilding(): boolean {
+    return Date.now() < this.rebuildingUntil;
   }
 
   get workers(): readonly WorkerInfo[] {
