@@ -74,4 +74,22 @@ describe('mixed protocol versions are refused clearly', { timeout: 120_000 }, ()
     });
     assert.ok(mesh.lines.some((l) => l.includes('batch of another protocol version dead-lettered')));
   });
+
+  it('malformed messages on the request and batch queues are dead-lettered; the services keep serving', async () => {
+    const topo = topology(mesh.namespace, DURABILITY);
+    await producer.publish(topo.requests('tiny'), Buffer.from('not msgpack \xc1'));
+    await producer.publish(topo.batches('tiny'), encode({ v: PROTOCOL_VERSION, hello: 'world' }));
+    const seen = (text: string) => mesh.lines.some((l) => l.includes(text));
+    for (let i = 0; i < 100 && !(seen('dead request dropped') && seen('dead batch dropped')); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(seen('"msg":"undecodable request dead-lettered"'));
+    assert.ok(seen('"msg":"undecodable batch dead-lettered"'));
+    assert.ok(seen('"msg":"undecodable dead request dropped: nobody to answer"'));
+    assert.ok(seen('"msg":"undecodable dead batch dropped: nobody to answer"'));
+    const ok = await producer.send('tiny', { seed: 5 });
+    await producer.waitAll([ok.id], 30_000);
+    assert.equal(producer.replies.find((r) => r.id === ok.id)?.error, undefined);
+    for (const s of mesh.services) assert.equal(s.child.exitCode, null, `${s.name} exited`);
+  });
 });

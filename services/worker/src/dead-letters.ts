@@ -82,6 +82,7 @@ export class DeadLetters {
     let batch: BatchMessage;
     try {
       batch = decode<BatchMessage>(msg.content);
+      if (!Array.isArray(batch.members) || typeof batch.batchId !== 'string') throw new Error('not a batch');
     } catch (err) {
       this.log.error({ err: (err as Error).message }, 'undecodable dead batch dropped: nobody to answer');
       return;

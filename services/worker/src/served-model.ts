@@ -162,7 +162,16 @@ export class ServedModel {
     const { broker, claims, log } = this.deps;
     this.inflight++;
     try {
-      const batch = decode<BatchMessage>(msg.content);
+      let batch: BatchMessage;
+      try {
+        batch = decode<BatchMessage>(msg.content);
+        if (!Array.isArray(batch.members) || typeof batch.batchId !== 'string') throw new Error('not a batch');
+      } catch (err) {
+        // Redelivering it would fail the same way forever: dead-letter it at once.
+        log.error({ model: this.name, err: (err as Error).message }, 'undecodable batch dead-lettered');
+        ch.nack(msg, false, false);
+        return;
+      }
       const mismatch = versionMismatch(batch.v, 'batch');
       if (mismatch) {
         // Its members are answered by the dead-letter consumer, which reads requests of any version.
