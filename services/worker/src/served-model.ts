@@ -184,15 +184,35 @@ export class ServedModel {
       const pool = this.pools.get(device)?.get(batch.version);
       if (!pool) throw new Error(`version ${batch.version} of '${this.name}' is not served here`);
       // Only the members this batch still answers (null: none, e.g. it was answered before a redelivery).
+      // A first delivery runs while its claims are taken (start-batch): replies go out only when
+      // the claims grant every member, so nothing is answered twice, and the Redis round trip
+      // overlaps the run. A redelivered batch (its worker may have died running it) is claimed
+      // first, so the delivery limit stops a batch that kills its workers before it runs again.
+      const held = TEST_LANE_DELAY_MS > 0 ? () => new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS)) : undefined;
+      const early = msg.fields.redelivered
+        ? undefined
+        : held
+          ? held().then(() => pool.run(msg.content))
+          : pool.run(msg.content);
+      early?.catch(() => undefined); // awaited below on every path that uses it
       const body = await claims.start(batch, msg.content);
       if (body === 'poison') {
+        await early?.catch(() => undefined);
         ch.nack(msg, false, false);
         return;
       }
       let laneMs: number | undefined;
-      if (body) {
-        if (TEST_LANE_DELAY_MS > 0) await new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS));
-        const run = await pool.run(body);
+      let run: Awaited<ReturnType<LanePool['run']>> | undefined;
+      if (body === msg.content && early) run = await early;
+      else {
+        // Only some members (or none) are this batch's to answer: the early run is void.
+        await early?.catch(() => undefined);
+        if (body) {
+          await held?.();
+          run = await pool.run(body);
+        }
+      }
+      if (run) {
         // The batchers plan with each tier's lane time (whole batches only).
         if (body === msg.content) laneMs = run.laneMs;
         // One message per reply queue (a gateway) for the whole batch.
