@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { driveHttp, type HttpSent } from '../support/http-load.js';
+import { assertRecovered, runFaultScenario, type ScenarioSetup } from '../support/fault-scenario.js';
 import { RABBITMQ_URL, REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
-import { Reference, toleranceRatio } from '../support/reference.js';
+import { Reference } from '../support/reference.js';
 
 /**
  * The broker, then Redis, goes away under steady load and comes back: every
@@ -15,14 +14,8 @@ import { Reference, toleranceRatio } from '../support/reference.js';
  * soon after the fault ends.
  */
 const RATE = 40;
+/** Each request's deadline; one with no answer by it + 1 s is lost. */
 const REQUEST_TIMEOUT_MS = 5_000;
-/** A request with no answer by its deadline + 1 s is lost. */
-const LOST_AFTER_MS = REQUEST_TIMEOUT_MS + 1_000;
-
-interface Phases {
-  faultAt: number;
-  healAt: number;
-}
 
 /** Each dependency, reached through its own proxy: the URL variable the services read and its default port. */
 const DEPENDENCIES = {
@@ -59,92 +52,12 @@ for (const [dependency, dep] of Object.entries(DEPENDENCIES)) {
       await ref.close();
     });
 
-    /** Time from `from` until the gateway reports ready again (polled every 100 ms). */
-    async function readyAfter(from: number, withinMs: number): Promise<number> {
-      while (Date.now() - from < withinMs) {
-        const res = await fetch(`${mesh.url}/v2/health/ready`).catch(() => null);
-        if (res?.status === 200) return Date.now() - from;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      return Number.POSITIVE_INFINITY;
-    }
+    const setup = (): ScenarioSetup => ({ mesh, ref, rate: RATE, requestTimeoutMs: REQUEST_TIMEOUT_MS });
 
-    /** Checks every answer and returns the counts per phase. */
-    async function check(sent: HttpSent[], p: Phases) {
-      const count = { ok: 0, typed: 0, lost: 0, wrong: 0, okBefore: 0, okAfter: 0, after: 0 };
-      const codes = new Map<string, number>();
-      for (const s of sent) {
-        const late = s.at === undefined || s.at - s.sentAt > LOST_AFTER_MS;
-        if (s.failure || late) {
-          count.lost++;
-          const e = `lost: sent ${((s.sentAt - p.faultAt) / 1000).toFixed(1)} s after the fault, ${s.failure ?? `answered after ${s.at === undefined ? '∞' : s.at - s.sentAt} ms (${s.status})`}`;
-          codes.set(e, (codes.get(e) ?? 0) + 1);
-          continue;
-        }
-        const afterWindow = s.sentAt >= p.healAt + 10_000;
-        if (afterWindow) count.after++;
-        if (s.status === 200) {
-          const y = JSON.parse(s.body ?? '{}').outputs?.find((o: { name: string }) => o.name === 'y')?.data as number[];
-          const want = (await ref.run('tiny', sampleInputs(demoModel('tiny'), 1, s.seed))).y;
-          if (!want || !y || toleranceRatio(y, want.data, 1e-4, 1e-3) > 1) {
-            count.wrong++;
-            codes.set('200 with wrong outputs', (codes.get('200 with wrong outputs') ?? 0) + 1);
-            continue;
-          }
-          count.ok++;
-          if (s.sentAt < p.faultAt) count.okBefore++;
-          if (afterWindow) count.okAfter++;
-        } else if (s.status === 503 && typeof JSON.parse(s.body ?? '{}').error === 'string') {
-          count.typed++;
-          const e = JSON.parse(s.body ?? '{}').error as string;
-          codes.set(e, (codes.get(e) ?? 0) + 1);
-        } else {
-          count.wrong++;
-          const e = `${s.status}: ${s.body?.slice(0, 120)}`;
-          codes.set(e, (codes.get(e) ?? 0) + 1);
-        }
-      }
-      return { ...count, codes: Object.fromEntries(codes) };
-    }
-
-    function noExits(): void {
-      for (const s of mesh.services) assert.equal(s.child.exitCode, null, `${s.name} exited`);
-      assert.equal(mesh.restarts(), 0);
-    }
-
-    async function scenario(name: string, fault: () => void, faultMs: number) {
-      const start = Date.now();
-      const p: Phases = { faultAt: start + 3_000, healAt: start + 3_000 + faultMs };
-      let faulted = false;
-      let healed = false;
-      let readyMs = Number.POSITIVE_INFINITY;
-      let readyCheck: Promise<void> | undefined;
-      const sent = await driveHttp(mesh.url, RATE, 3_000 + faultMs + 14_000, (elapsed) => {
-        if (!faulted && elapsed >= 3_000) {
-          faulted = true;
-          fault();
-        }
-        if (!healed && elapsed >= 3_000 + faultMs) {
-          healed = true;
-          proxy.heal();
-          const t = Date.now();
-          readyCheck = readyAfter(t, 10_000).then((ms) => {
-            readyMs = ms;
-          });
-        }
-      });
-      await readyCheck;
-      const t = await check(sent, p);
-      process.stderr.write(
-        `${name}: ${sent.length} sent, ready again ${readyMs} ms after heal, ${JSON.stringify(t)}\n`,
-      );
-      assert.equal(t.lost, 0, 'every request answered by its deadline + 1 s');
-      assert.equal(t.wrong, 0, 'every answer right or a typed 503');
-      assert.ok(t.okBefore >= 100, `${t.okBefore} 200s before the fault`);
-      assert.ok(t.okAfter >= 100, `${t.okAfter} 200s from 10 s after the fault`);
-      assert.ok(t.okAfter >= 0.99 * t.after, `${t.okAfter} of ${t.after} 200s from 10 s after the fault`);
-      assert.ok(readyMs < 10_000, 'ready again within 10 s of the fault ending');
-      noExits();
+    /** The proxy's fault for `ms`, healed at its end, under load; held to the common bar. */
+    async function scenario(name: string, fault: () => void, ms: number) {
+      const r = await runFaultScenario(setup(), { name, begin: fault, end: () => proxy.heal(), ms });
+      assertRecovered(mesh, r);
     }
 
     it(`a 3-second ${dependency} outage (connections reset, new ones refused): nothing lost, no exit, back at once`, async () => {

@@ -15,19 +15,22 @@ export interface HttpSent {
 /**
  * Open-loop HTTP load on `tiny` through the gateway: each request fired on
  * schedule (input seeded by its index), its one response recorded; `at` is
- * called with the elapsed time as it goes, to inject faults on cue.
+ * called with the elapsed time as it goes, to inject faults on cue. The load
+ * runs `ms` milliseconds, or, given a function, until it returns true (when a
+ * fault's end is not known in advance).
  */
 export async function driveHttp(
   url: string,
   rate: number,
-  ms: number,
-  at: (elapsed: number) => void,
+  ms: number | (() => boolean),
+  at: (elapsed: number) => void = () => undefined,
 ): Promise<HttpSent[]> {
   // Enough connections that no request waits in the client while others wait out a fault (rate × deadline).
   const pool = new Pool(url, { connections: 512 });
   const out: HttpSent[] = [];
   const inflight: Promise<void>[] = [];
   const start = Date.now();
+  const done = typeof ms === 'number' ? () => Date.now() - start >= ms : ms;
   const fire = (seed: number) => {
     const s: HttpSent = { seed, sentAt: Date.now() };
     out.push(s);
@@ -50,7 +53,7 @@ export async function driveHttp(
         }),
     );
   };
-  while (Date.now() - start < ms) {
+  while (!done()) {
     const due = Math.floor(((Date.now() - start) / 1000) * rate);
     while (out.length < due) fire(1_000_000 + out.length + start);
     at(Date.now() - start);

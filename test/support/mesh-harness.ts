@@ -40,8 +40,14 @@ export interface TestMesh extends RunningMesh {
   teardown(): Promise<void>;
 }
 
-/** The real mesh as separate processes on a private namespace and port. */
-export async function startTestMesh(opts: Partial<MeshOptions> & { models?: string[] } = {}): Promise<TestMesh> {
+/**
+ * The real mesh as separate processes on a private namespace and port.
+ * `purge: false` leaves the namespace's queues and keys at teardown: for a mesh on private
+ * RabbitMQ and Redis instances, which go away with the test anyway.
+ */
+export async function startTestMesh(
+  opts: Partial<MeshOptions> & { models?: string[]; purge?: boolean } = {},
+): Promise<TestMesh> {
   await ensureDemoModels(DEMO_REPOSITORY);
   const namespace = opts.namespace ?? uniqueNamespace('t');
   const lines: string[] = [];
@@ -66,6 +72,7 @@ export async function startTestMesh(opts: Partial<MeshOptions> & { models?: stri
     lines,
     async teardown() {
       await mesh.stop();
+      if (opts.purge === false) return;
       await purgeNamespace(namespace, opts.models ?? ['ocr_cls', 'resnet18', 'text_encoder', 'tiny']);
     },
   };
