@@ -24,10 +24,15 @@ export interface RedisCensus {
   patterns: KeyPattern[];
 }
 
-/** A key of the namespace with its ids replaced by `*`, so keys of one kind group together. */
+/**
+ * A key of the namespace with its ids replaced by `*`, so keys of one kind group together:
+ * `{<ns>:<model>}:claim:*` (a model's keys), `{<ns>}:lease:<node>:cpu:*` (the worker registry's).
+ */
 export function keyPattern(namespace: string, key: string): string {
+  const tagEnd = key.indexOf('}') + 1;
+  const tag = `{<ns>${key.slice(namespace.length + 1, tagEnd)}`;
   return (
-    ['<ns>', ...key.slice(namespace.length + 1).split(':')]
+    [tag, ...key.slice(tagEnd + 1).split(':')]
       // An id: all digits, or long with a digit in it (uuids, hex, generated ids); names have neither.
       .map((part, i) => (i > 0 && (/^\d+$/.test(part) || (part.length >= 8 && /\d/.test(part))) ? '*' : part))
       .join(':')
@@ -45,24 +50,27 @@ export async function redisCensus(url: string, namespace: string): Promise<Redis
   await redis.connect();
   try {
     const patterns = new Map<string, KeyPattern>();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${namespace}:*`, 'COUNT', 2000);
-      cursor = next;
-      const pipe = redis.pipeline();
-      for (const k of keys) pipe.pttl(k);
-      const ttls = (await pipe.exec()) ?? [];
-      keys.forEach((k, i) => {
-        const ttl = Number(ttls[i]?.[1]);
-        if (ttl === -2) return; // expired between SCAN and PTTL
-        const pattern = keyPattern(namespace, k);
-        const p = patterns.get(pattern) ?? { pattern, keys: 0, noTtl: 0, maxTtlS: 0 };
-        p.keys++;
-        if (ttl === -1) p.noTtl++;
-        else p.maxTtlS = Math.max(p.maxTtlS, Math.round(ttl / 1000));
-        patterns.set(pattern, p);
-      });
-    } while (cursor !== '0');
+    // The namespace's keys are under the hash tags {<ns>:<model>} and {<ns>} (packages/store).
+    for (const match of [`{${namespace}:*`, `{${namespace}}:*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 2000);
+        cursor = next;
+        const pipe = redis.pipeline();
+        for (const k of keys) pipe.pttl(k);
+        const ttls = (await pipe.exec()) ?? [];
+        keys.forEach((k, i) => {
+          const ttl = Number(ttls[i]?.[1]);
+          if (ttl === -2) return; // expired between SCAN and PTTL
+          const pattern = keyPattern(namespace, k);
+          const p = patterns.get(pattern) ?? { pattern, keys: 0, noTtl: 0, maxTtlS: 0 };
+          p.keys++;
+          if (ttl === -1) p.noTtl++;
+          else p.maxTtlS = Math.max(p.maxTtlS, Math.round(ttl / 1000));
+          patterns.set(pattern, p);
+        });
+      } while (cursor !== '0');
+    }
     const list = [...patterns.values()].sort((a, b) => b.keys - a.keys);
     return {
       keys: list.reduce((n, p) => n + p.keys, 0),

@@ -110,8 +110,8 @@ describe('batcher replicas and crashes (real broker and Redis)', { timeout: 240_
       const res = byId.get(s.id);
       if (!res || res.error) {
         const store = BatchStore.connect(REDIS_URL, mesh.namespace);
-        const owner = await store.redis.get(store.claimKey(s.id));
-        const m = owner && !owner.startsWith('!') ? await store.manifest(owner) : null;
+        const owner = await store.redis.get(store.claimKey('rep', s.id));
+        const m = owner && !owner.startsWith('!') ? await store.manifest(owner, 'rep') : null;
         const inflight = await store.redis.zrange(store.inFlightKey('rep'), '0', '-1');
         await store.close();
         assert.fail(

@@ -104,6 +104,7 @@ describe('batch formation: the batcher process on the real broker and Redis', { 
         void (async () => {
           await store.startBatch(
             b.batchId,
+            b.model,
             b.members.map((m) => m.id),
           );
           await store.finishBatch(b.batchId, b.model);

@@ -38,7 +38,7 @@ describe('batch store (real Redis)', () => {
 
   it('creates a manifest, claims its members, takes a lane slot, and sets TTLs', async () => {
     assert.deepEqual(await store.createBatch(batch('b1', ['r1', 'r2'])), { ok: true });
-    const m = await store.manifest('b1');
+    const m = await store.manifest('b1', 'm');
     assert.equal(m?.state, 'formed');
     assert.equal(m?.tier, 4);
     assert.equal(m?.rows, 2);
@@ -46,31 +46,31 @@ describe('batch store (real Redis)', () => {
       m?.members.map((x) => x.id),
       ['r1', 'r2'],
     );
-    assert.equal(await store.redis.get(store.claimKey('r1')), 'b1');
+    assert.equal(await store.redis.get(store.claimKey('m', 'r1')), 'b1');
     assert.equal(await store.inFlight('m'), 1);
-    const ttl = await store.redis.pttl(store.batchKey('b1'));
+    const ttl = await store.redis.pttl(store.batchKey('m', 'b1'));
     assert.ok(ttl > 0 && ttl <= store.ttlMs, `ttl ${ttl}`);
     assert.ok((await store.redis.pttl(store.inFlightKey('m'))) > 0);
   });
 
   it('refuses a second manifest with the same id', async () => {
     assert.deepEqual(await store.createBatch(batch('b1', ['r9'])), { ok: false, reason: 'exists' });
-    assert.equal(await store.redis.exists(store.claimKey('r9')), 0, 'nothing written on refusal');
+    assert.equal(await store.redis.exists(store.claimKey('m', 'r9')), 0, 'nothing written on refusal');
   });
 
   it('a request claimed by a published batch is not batched again, and nothing is written', async () => {
-    assert.equal(await store.setState('b1', 'formed', 'published'), true);
+    assert.equal(await store.setState('b1', 'm', 'formed', 'published'), true);
     const res = await store.createBatch(batch('b2', ['r3', 'r2', 'r1']));
     assert.deepEqual(res, { ok: false, reason: 'claimed', claimedIds: ['r2', 'r1'] });
-    assert.equal(await store.redis.exists(store.batchKey('b2')), 0);
-    assert.equal(await store.redis.exists(store.claimKey('r3')), 0);
+    assert.equal(await store.redis.exists(store.batchKey('m', 'b2')), 0);
+    assert.equal(await store.redis.exists(store.claimKey('m', 'r3')), 0);
     assert.equal(await store.inFlight('m'), 1);
   });
 
   it('moves state only from the expected state', async () => {
-    assert.equal(await store.setState('b1', 'formed', 'published'), false);
-    assert.equal((await store.manifest('b1'))?.state, 'published');
-    assert.equal(await store.setState('nope', 'formed', 'published'), false);
+    assert.equal(await store.setState('b1', 'm', 'formed', 'published'), false);
+    assert.equal((await store.manifest('b1', 'm'))?.state, 'published');
+    assert.equal(await store.setState('nope', 'm', 'formed', 'published'), false);
   });
 
   it('takes over requests of a batch left in state formed; its worker then runs only what it kept', async () => {
@@ -79,14 +79,14 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.inFlight('k'), 1);
     // Another batcher batches the redelivered s2 and s3.
     assert.deepEqual(await store.createBatch(batch('b4', ['s2', 's3'], 'k')), { ok: true });
-    assert.equal(await store.redis.get(store.claimKey('s2')), 'b4');
+    assert.equal(await store.redis.get(store.claimKey('k', 's2')), 'b4');
     assert.equal(await store.inFlight('k'), 1, 'the abandoned batch no longer holds a lane slot');
     // b3 did reach a worker after all: it answers s1 only.
-    assert.deepEqual(await store.startBatch('b3', ['s1', 's2', 's3']), { kind: 'run', members: [0] });
+    assert.deepEqual(await store.startBatch('b3', 'k', ['s1', 's2', 's3']), { kind: 'run', members: [0] });
     // Once started, b3 keeps s1: a redelivered s1 is not batched again.
     const again = await store.createBatch(batch('b5', ['s1'], 'k'));
     assert.deepEqual(again, { ok: false, reason: 'claimed', claimedIds: ['s1'] });
-    assert.deepEqual(await store.startBatch('b4', ['s2', 's3']), { kind: 'run', members: [0, 1] });
+    assert.deepEqual(await store.startBatch('b4', 'k', ['s2', 's3']), { kind: 'run', members: [0, 1] });
   });
 
   it('refuses a batch when every lane slot is taken, and frees a slot when a worker finishes', async () => {
@@ -101,14 +101,14 @@ describe('batch store (real Redis)', () => {
       reason: 'no-lane',
       inFlight: 2,
     });
-    assert.equal(await store.redis.exists(store.claimKey('l3')), 0);
+    assert.equal(await store.redis.exists(store.claimKey('L', 'l3')), 0);
     assert.equal(await store.finishBatch('L1', 'L', { tier: 4, ms: 10 }), true);
-    assert.equal((await store.manifest('L1'))?.state, 'done');
+    assert.equal((await store.manifest('L1', 'L'))?.state, 'done');
     assert.equal(await store.inFlight('L'), 1);
     assert.deepEqual(await store.createBatch(batch('L3', ['l3'], 'L'), { maxInFlight: 2 }), { ok: true });
     assert.equal(await store.inFlight('L'), 2);
     // A finished batch redelivered to a worker is not run again.
-    assert.deepEqual(await store.startBatch('L1', ['l1']), { kind: 'done' });
+    assert.deepEqual(await store.startBatch('L1', 'L', ['l1']), { kind: 'done' });
     // The lane time joins the model's tier costs as a moving average (1/5 weight for each new run).
     assert.deepEqual(await store.tierCosts('L'), new Map([[4, 10]]));
     assert.equal(await store.finishBatch('L2', 'L', { tier: 4, ms: 20 }), true);
@@ -126,9 +126,9 @@ describe('batch store (real Redis)', () => {
   });
 
   it('a request answered with an error is marked, so a redelivered copy is dropped', async () => {
-    assert.equal(await store.expireRequest('x1', 'timeout'), true);
-    assert.equal(await store.redis.get(store.claimKey('x1')), '!timeout');
-    assert.equal(await store.expireRequest('x1', 'timeout'), false, 'answered once');
+    assert.equal(await store.expireRequest('x1', 'X', 'timeout'), true);
+    assert.equal(await store.redis.get(store.claimKey('X', 'x1')), '!timeout');
+    assert.equal(await store.expireRequest('x1', 'X', 'timeout'), false, 'answered once');
     assert.deepEqual(await store.createBatch(batch('X1', ['x1', 'x2'], 'X')), {
       ok: false,
       reason: 'claimed',
@@ -136,8 +136,8 @@ describe('batch store (real Redis)', () => {
     });
     // A request a started batch carries is never expired by a batcher.
     assert.deepEqual(await store.createBatch(batch('X2', ['x2'], 'X')), { ok: true });
-    await store.startBatch('X2', ['x2']);
-    assert.equal(await store.expireRequest('x2', 'timeout'), false);
+    await store.startBatch('X2', 'X', ['x2']);
+    assert.equal(await store.expireRequest('x2', 'X', 'timeout'), false);
   });
 
   it('a redelivered request: batched (free), batched again after freeing an unconfirmed batch slot, or dropped', async () => {
@@ -148,9 +148,9 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.reclaimRequest('f1', 'R'), 'retry');
     assert.equal(await store.inFlight('R'), 0, 'the dead batcher holds no lane slot any more');
     // Once a worker started R1, or the request was answered, a copy is dropped.
-    await store.startBatch('R1', ['f1', 'f2']);
+    await store.startBatch('R1', 'R', ['f1', 'f2']);
     assert.equal(await store.reclaimRequest('f2', 'R'), 'drop');
-    await store.expireRequest('f3', 'timeout');
+    await store.expireRequest('f3', 'R', 'timeout');
     assert.equal(await store.reclaimRequest('f3', 'R'), 'drop');
   });
 
@@ -181,7 +181,7 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.queueSize(q), 5);
     assert.equal(await store.leaveQueue(q, [admitted[3] as string, 'unknown']), 1);
     assert.equal(await store.queueSize(q), 4);
-    assert.equal(await store.expireRequest(admitted[4] as string, 'timeout', q), true);
+    assert.equal(await store.expireRequest(admitted[4] as string, 'tiny', 'timeout', q), true);
     assert.equal(await store.queueSize(q), 3);
   });
 

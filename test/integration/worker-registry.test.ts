@@ -156,9 +156,9 @@ describe('worker registry (real Redis)', () => {
       ok: true,
     });
     assert.equal(await store.inFlight('m'), 1);
-    assert.deepEqual(await store.startBatch('b1', ['r1']), { kind: 'run', members: [0] });
+    assert.deepEqual(await store.startBatch('b1', 'm', ['r1']), { kind: 'run', members: [0] });
     assert.equal(await store.failBatch('b1', 'm'), true);
-    assert.equal((await store.manifest('b1'))?.state, 'failed');
+    assert.equal((await store.manifest('b1', 'm'))?.state, 'failed');
     assert.equal(await store.inFlight('m'), 0);
     assert.equal(await store.failBatch('b1', 'm'), false);
     assert.equal(await store.failBatch('nope', 'm'), false);

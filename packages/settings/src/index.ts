@@ -130,8 +130,8 @@ export const COMMON_OPTIONS = {
   redisUrl: {
     kind: 'string',
     default: 'redis://127.0.0.1:6379',
-    doc: 'Redis URL (redis:// or rediss://).',
-    schema: Type.String({ pattern: '^rediss?://' }),
+    doc: 'Redis URL: one node (redis://host:port or rediss:// for TLS), or a Redis Cluster (redis+cluster://host1:port1,host2:port2,... or rediss+cluster://; user:password@ before the nodes when needed; one reachable node is enough, the others are discovered).',
+    schema: Type.String({ pattern: '^rediss?(\\+cluster)?://' }),
   },
   modelRepository: {
     kind: 'string',

@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
+import { connectRedis, type RedisConnection, scanKeys, unlinkKeys } from './connect.js';
 import { type HealthLog, RedisHealth } from './redis-health.js';
 import { defineScripts, type ScriptName, type ScriptRunner } from './scripts.js';
 
@@ -45,21 +45,33 @@ export type StartBatchResult =
   | { kind: 'poison'; starts: number }
   | { kind: 'run'; members: number[] };
 
+/** A manifest as read back from Redis. */
+export type Manifest = NewBatch & { state: BatchState; createdAt: number };
+
 /** Tier costs not refreshed for this long are forgotten. */
 const TIER_COST_TTL_MS = 60 * 60_000;
 
 // cmsgpack in Redis reads plain msgpack maps only.
 const packr = new Packr({ useRecords: false });
 
+/** What create-batch, expire-request and reclaim-request answer when a claim's owner was not declared. */
+const UNDECLARED_OWNERS = -4;
+/** Calls of one of those scripts before giving up; each further call means a claim changed hands meanwhile. */
+const MAX_OWNER_ROUNDS = 5;
+
 /**
  * Batch state in Redis, all with TTLs: manifests, request claims (which
  * batch answers a request), each model's in-flight batches (lane slots) and
  * the admission queues. Every change is one Lua script (../lua).
+ *
+ * Key layout: a batch and its requests belong to one model, and every key
+ * of a model is under the hash tag `{<ns>:<model>}`, so each script's keys
+ * share one Redis Cluster slot while models spread over the cluster.
  */
 export class BatchStore {
   private readonly scripts: Record<ScriptName, ScriptRunner>;
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisConnection,
     readonly namespace: string,
     readonly ttlMs = 10 * 60_000,
   ) {
@@ -69,52 +81,82 @@ export class BatchStore {
   /** Connection health (probed; see RedisHealth), when connected through connect(). */
   health?: RedisHealth;
 
+  /** A single node (redis://, rediss://) or a Cluster (redis+cluster://host:port,...); see connectRedis. */
   static connect(url: string, namespace: string, log?: HealthLog): BatchStore {
-    // Workers and batchers wait out a Redis restart rather than fail requests early.
-    const store = new BatchStore(new Redis(url, { maxRetriesPerRequest: 3, enableAutoPipelining: true }), namespace);
+    const store = new BatchStore(connectRedis(url), namespace);
     store.health = new RedisHealth(store.redis, log);
     return store;
   }
 
-  batchKey(batchId: string): string {
-    return `${this.namespace}:batch:${batchId}`;
+  /** Prefix of every key of a model: its hash tag. */
+  modelTag(model: string): string {
+    return `{${this.namespace}:${model}}`;
   }
-  claimKey(requestId: string): string {
-    return `${this.namespace}:claim:${requestId}`;
+  batchKey(model: string, batchId: string): string {
+    return `${this.modelTag(model)}:batch:${batchId}`;
+  }
+  /** Which batch answers a request ('!<reason>' once it was answered with an error). */
+  claimKey(model: string, requestId: string): string {
+    return `${this.modelTag(model)}:claim:${requestId}`;
   }
   /** Zset of the model's batches that are formed and not yet finished by a worker. */
   inFlightKey(model: string): string {
-    return `${this.namespace}:inflight:${model}`;
+    return `${this.modelTag(model)}:inflight`;
   }
   /** Zset of the requests admitted to a model's priority level and not yet batched or answered. */
   queueKey(model: string, level: number): string {
-    return `${this.namespace}:queue:${model}:${level}`;
+    return `${this.modelTag(model)}:queue:${level}`;
   }
   /** Which batcher batches a model whose responses must keep request order. */
   leadKey(model: string): string {
-    return `${this.namespace}:lead:${model}`;
+    return `${this.modelTag(model)}:lead`;
   }
   /** Hash of the model's measured lane time per tier (finish-batch keeps it). */
   tierCostKey(model: string): string {
-    return `${this.namespace}:tiercost:${model}`;
+    return `${this.modelTag(model)}:tiercost`;
   }
   /** Pub/sub channel on which workers announce that a batch of the model finished. */
   lanesChannel(model: string): string {
     return `${this.namespace}:lanes:${model}`;
   }
 
+  /**
+   * Run a script that applies the claim rule (lua/includes/claim-taken). The
+   * rule reads the manifest of the batch holding a claim, which is known only
+   * once the claim is read, and a script may touch declared keys only; so a
+   * call that meets a claim of a batch whose manifest it was not given answers
+   * UNDECLARED_OWNERS with those batch ids, and is made again with their
+   * manifests. Claims change hands only when a batcher died, so nearly every
+   * call is the first and only one.
+   */
+  private async withClaimOwners(
+    model: string,
+    call: (manifestKeys: string[], owners: string[]) => Promise<unknown>,
+  ): Promise<unknown[]> {
+    const owners: string[] = [];
+    for (let round = 0; round < MAX_OWNER_ROUNDS; round++) {
+      const res = (await call(
+        owners.map((o) => this.batchKey(model, o)),
+        owners,
+      )) as unknown[];
+      if (res[0] !== UNDECLARED_OWNERS) return res;
+      for (const o of res.slice(1)) if (!owners.includes(String(o))) owners.push(String(o));
+    }
+    throw new Error(`claims of model ${model} kept changing hands over ${MAX_OWNER_ROUNDS} calls`);
+  }
+
   async createBatch(b: NewBatch, opts: CreateBatchOptions = {}): Promise<CreateBatchResult> {
     const now = opts.now ?? Date.now();
     const queueKeys = opts.queueKeys ?? [];
     const keys = [
-      this.batchKey(b.batchId),
+      this.batchKey(b.model, b.batchId),
       this.inFlightKey(b.model),
-      ...b.members.map((m) => this.claimKey(m.id)),
+      ...b.members.map((m) => this.claimKey(b.model, m.id)),
       ...queueKeys,
     ];
     // The in-flight entry lapses with the last member's deadline: by then every member was answered or given up.
     const lapse = b.members.reduce((t, m) => Math.max(t, m.deadline), now + 1_000);
-    const res = (await this.scripts['create-batch-2'](keys, [
+    const args = [
       b.batchId,
       this.ttlMs,
       b.model,
@@ -126,9 +168,12 @@ export class BatchStore {
       b.members.length,
       opts.maxInFlight ?? 0,
       lapse,
-      `${this.namespace}:batch:`,
+      queueKeys.length,
       ...b.members.map((m) => m.id),
-    ])) as number[];
+    ];
+    const res = (await this.withClaimOwners(b.model, (manifestKeys, owners) =>
+      this.scripts['create-batch']([...keys, ...manifestKeys], [...args, ...owners]),
+    )) as number[];
     if (res[0] === 1) return { ok: true };
     if (res[0] === -1) return { ok: false, reason: 'exists' };
     if (res[0] === -3) return { ok: false, reason: 'no-lane', inFlight: res[1] ?? 0 };
@@ -136,8 +181,8 @@ export class BatchStore {
     return { ok: false, reason: 'claimed', claimedIds };
   }
 
-  async setState(batchId: string, from: BatchState, to: BatchState, now = Date.now()): Promise<boolean> {
-    const res = (await this.scripts['set-batch-state-1']([this.batchKey(batchId)], [from, to, now])) as unknown[];
+  async setState(batchId: string, model: string, from: BatchState, to: BatchState, now = Date.now()): Promise<boolean> {
+    const res = (await this.scripts['set-batch-state']([this.batchKey(model, batchId)], [from, to, now])) as unknown[];
     return res[0] === 1;
   }
 
@@ -148,12 +193,13 @@ export class BatchStore {
    */
   async startBatch(
     batchId: string,
+    model: string,
     memberIds: readonly string[],
     deliveryLimit = 0,
     now = Date.now(),
   ): Promise<StartBatchResult> {
-    const res = (await this.scripts['start-batch-1'](
-      [this.batchKey(batchId), ...memberIds.map((id) => this.claimKey(id))],
+    const res = (await this.scripts['start-batch'](
+      [this.batchKey(model, batchId), ...memberIds.map((id) => this.claimKey(model, id))],
       [batchId, now, this.ttlMs, deliveryLimit],
     )) as number[];
     if (res[0] === 0) return { kind: 'done' };
@@ -172,8 +218,8 @@ export class BatchStore {
     run?: { tier: number; ms: number },
     now = Date.now(),
   ): Promise<boolean> {
-    const res = await this.scripts['finish-batch-2'](
-      [this.batchKey(batchId), this.inFlightKey(model), this.tierCostKey(model)],
+    const res = await this.scripts['finish-batch'](
+      [this.batchKey(model, batchId), this.inFlightKey(model), this.tierCostKey(model)],
       [batchId, now, this.lanesChannel(model), run ? run.tier : '', run ? run.ms : 0, TIER_COST_TTL_MS],
     );
     return res === 1;
@@ -185,8 +231,8 @@ export class BatchStore {
    * False when it was already done or failed.
    */
   async failBatch(batchId: string, model: string, now = Date.now()): Promise<boolean> {
-    const res = await this.scripts['fail-batch-1'](
-      [this.batchKey(batchId), this.inFlightKey(model)],
+    const res = await this.scripts['fail-batch'](
+      [this.batchKey(model, batchId), this.inFlightKey(model)],
       [batchId, now, this.lanesChannel(model)],
     );
     return res === 1;
@@ -208,14 +254,12 @@ export class BatchStore {
    * copy is dropped. False when a batch already carries it or it was answered:
    * then the caller must not answer it.
    */
-  async expireRequest(requestId: string, reason: string, queueKey?: string): Promise<boolean> {
-    const keys = [this.claimKey(requestId), ...(queueKey ? [queueKey] : [])];
-    const res = (await this.scripts['expire-request-1'](keys, [
-      requestId,
-      `!${reason}`,
-      this.ttlMs,
-      `${this.namespace}:batch:`,
-    ])) as unknown[];
+  async expireRequest(requestId: string, model: string, reason: string, queueKey?: string): Promise<boolean> {
+    const keys = [this.claimKey(model, requestId), ...(queueKey ? [queueKey] : [])];
+    const args = [requestId, `!${reason}`, this.ttlMs, queueKey ? 1 : 0];
+    const res = await this.withClaimOwners(model, (manifestKeys, owners) =>
+      this.scripts['expire-request']([...keys, ...manifestKeys], [...args, ...owners]),
+    );
     return res[0] === 1;
   }
 
@@ -225,10 +269,10 @@ export class BatchStore {
    * 'drop' (a confirmed or started batch carries it, or it was answered).
    */
   async reclaimRequest(requestId: string, model: string): Promise<'free' | 'retry' | 'drop'> {
-    const res = (await this.scripts['reclaim-request-1'](
-      [this.claimKey(requestId), this.inFlightKey(model)],
-      [`${this.namespace}:batch:`],
-    )) as unknown[];
+    const keys = [this.claimKey(model, requestId), this.inFlightKey(model)];
+    const res = await this.withClaimOwners(model, (manifestKeys, owners) =>
+      this.scripts['reclaim-request']([...keys, ...manifestKeys], owners),
+    );
     return res[0] === 0 ? 'free' : res[0] === 1 ? 'retry' : 'drop';
   }
 
@@ -240,7 +284,7 @@ export class BatchStore {
     maxQueueSize: number,
     now = Date.now(),
   ): Promise<{ admitted: boolean; size: number }> {
-    const res = (await this.scripts['admit-request-1']([queueKey], [requestId, deadline, now, maxQueueSize])) as [
+    const res = (await this.scripts['admit-request']([queueKey], [requestId, deadline, now, maxQueueSize])) as [
       number,
       number,
     ];
@@ -250,7 +294,7 @@ export class BatchStore {
   /** Take requests out of a level's queue that will never reach a batcher. */
   async leaveQueue(queueKey: string, requestIds: readonly string[]): Promise<number> {
     if (requestIds.length === 0) return 0;
-    return (await this.scripts['leave-queue-1']([queueKey], [...requestIds])) as number;
+    return (await this.scripts['leave-queue']([queueKey], [...requestIds])) as number;
   }
 
   /** Requests counted in a level's queue now (lapsed entries excluded). */
@@ -258,10 +302,12 @@ export class BatchStore {
     return this.redis.zcount(queueKey, `(${now}`, '+inf');
   }
 
-  async manifest(
-    batchId: string,
-  ): Promise<(Omit<NewBatch, 'members'> & { members: ManifestMember[]; state: BatchState; createdAt: number }) | null> {
-    const h = await this.redis.hgetallBuffer(this.batchKey(batchId));
+  async manifest(batchId: string, model: string): Promise<Manifest | null> {
+    return this.readManifest(this.batchKey(model, batchId), batchId);
+  }
+
+  private async readManifest(key: string, batchId: string): Promise<Manifest | null> {
+    const h = await this.redis.hgetallBuffer(key);
     if (!h.state) return null;
     return {
       batchId,
@@ -277,34 +323,30 @@ export class BatchStore {
 
   /** Take or renew the lead of a model for `ttlMs` (0 = give it up); false while another batcher holds it. */
   async lead(model: string, token: string, ttlMs: number): Promise<boolean> {
-    return (await this.scripts['lead-model-1']([this.leadKey(model)], [token, ttlMs])) === 1;
+    return (await this.scripts['lead-model']([this.leadKey(model)], [token, ttlMs])) === 1;
   }
 
-  /** Every batch manifest of this namespace (tests and benchmarks). */
-  async manifests(): Promise<NonNullable<Awaited<ReturnType<BatchStore['manifest']>>>[]> {
-    const prefix = `${this.namespace}:batch:`;
-    const out: NonNullable<Awaited<ReturnType<BatchStore['manifest']>>>[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      cursor = next;
+  /** Every batch manifest of this namespace, of every model (tests and benchmarks). */
+  async manifests(): Promise<Manifest[]> {
+    const out: Manifest[] = [];
+    for await (const keys of scanKeys(this.redis, `{${this.namespace}:*}:batch:*`)) {
       for (const k of keys) {
-        const m = await this.manifest(k.slice(prefix.length));
+        const m = await this.readManifest(k, k.slice(k.lastIndexOf(':batch:') + ':batch:'.length));
         if (m) out.push(m);
       }
-    } while (cursor !== '0');
+    }
     return out;
   }
 
-  /** Remove every key of this namespace (tests and teardown). */
+  /**
+   * Remove every key of this namespace (tests and teardown): the models' keys
+   * (`{<ns>:<model>}:...`) and the worker registry's (`{<ns>}:...`).
+   */
   async purgeNamespace(): Promise<number> {
     let removed = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.namespace}:*`, 'COUNT', 500);
-      cursor = next;
-      if (keys.length > 0) removed += await this.redis.unlink(...keys);
-    } while (cursor !== '0');
+    for (const pattern of [`{${this.namespace}:*`, `{${this.namespace}}:*`]) {
+      for await (const keys of scanKeys(this.redis, pattern)) removed += await unlinkKeys(this.redis, keys);
+    }
     return removed;
   }
 

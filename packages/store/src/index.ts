@@ -1,4 +1,5 @@
 export * from './batch-store.js';
+export * from './connect.js';
 export * from './queue-policy.js';
 export * from './redis-health.js';
 export * from './scripts.js';

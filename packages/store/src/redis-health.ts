@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisConnection } from './connect.js';
 
 /** What the health watch logs through (pino's shape, kept minimal so the store needs no logger). */
 export interface HealthLog {
@@ -18,6 +18,10 @@ const PROBE_TIMEOUT_MS = 4_000;
  * So the connection is probed with PING every 2 s, and one that has not
  * answered for 4 s is dropped and reconnected, which puts a dead Redis in
  * view within about 6 s. One log line per state change; reconnects counted.
+ *
+ * On a Cluster the same holds for the cluster client as a whole: its status
+ * is 'ready' once it knows the slots and reaches the nodes, a PING goes to
+ * one of them, and dropping it reconnects every node.
  */
 export class RedisHealth {
   reconnects = 0;
@@ -28,7 +32,7 @@ export class RedisHealth {
   private probing = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly log?: HealthLog,
   ) {
     redis.on('ready', () => {
@@ -40,6 +44,12 @@ export class RedisHealth {
     });
     redis.on('close', () => this.lost('closed'));
     redis.on('error', (err: Error) => this.log?.warn({ err: err.message }, 'redis connection error'));
+    if (isCluster(redis)) {
+      // A node's own connection errors; the cluster client reroutes or reconnects by itself.
+      redis.on('node error', (err: Error, node: string) =>
+        this.log?.warn({ err: err.message, node }, 'redis cluster node error'),
+      );
+    }
     this.timer = setInterval(() => void this.probe(), PROBE_EVERY_MS);
     this.timer.unref();
   }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connect.js';
 import { defineScripts, type ScriptName, type ScriptRunner } from './scripts.js';
 
 /** Where a worker is in its life. */
@@ -69,27 +69,35 @@ const CONTROL_TTL_MS = 24 * 3600_000;
  * versions, tiers, lanes, load) and the model control set by the repository
  * API. Everything has a TTL: a worker that stops beating drops out within
  * its TTL and its leases lapse with it.
+ *
+ * Key layout: the registry's keys are used together (a heartbeat renews the
+ * worker's entry, its leases and the control hash at once), so all of them
+ * are under the namespace's hash tag `{<ns>}`: one Redis Cluster slot.
  */
 export class WorkerRegistry {
   private readonly scripts: Record<ScriptName, ScriptRunner>;
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisConnection,
     readonly namespace: string,
   ) {
     this.scripts = defineScripts(redis);
   }
 
+  /** Prefix of every registry key: its hash tag. */
+  get tag(): string {
+    return `{${this.namespace}}`;
+  }
   get workersKey(): string {
-    return `${this.namespace}:workers`;
+    return `${this.tag}:workers`;
   }
   workerKey(id: string): string {
-    return `${this.namespace}:worker:${id}`;
+    return `${this.tag}:worker:${id}`;
   }
   leaseKey(node: string, kind: string, device: number): string {
-    return `${this.namespace}:lease:${node}:${kind}:${device}`;
+    return `${this.tag}:lease:${node}:${kind}:${device}`;
   }
   get controlKey(): string {
-    return `${this.namespace}:control`;
+    return `${this.tag}:control`;
   }
   /** Pub/sub channel: 'worker:<id>' when a worker's description changed, 'control:<model>' on load/unload. */
   get channel(): string {
@@ -98,7 +106,7 @@ export class WorkerRegistry {
 
   /** A key without TTL, written once: its absence means Redis lost the namespace's data. */
   get aliveKey(): string {
-    return `${this.namespace}:alive`;
+    return `${this.tag}:alive`;
   }
 
   /**
@@ -124,7 +132,7 @@ export class WorkerRegistry {
     if (count < 1 || count > candidates.length) {
       throw new RangeError(`cannot claim ${count} of ${candidates.length} devices`);
     }
-    const res = (await this.scripts['claim-devices-1'](
+    const res = (await this.scripts['claim-devices'](
       candidates.map((d) => this.leaseKey(node, kind, d)),
       [workerId, leaseTtlMs, count],
     )) as number[];
@@ -145,7 +153,7 @@ export class WorkerRegistry {
     info: WorkerInfo,
     opts: { ttlMs: number; leaseTtlMs: number; changed: boolean; wanted?: readonly string[]; now?: number },
   ): Promise<HeartbeatResult> {
-    const res = (await this.scripts['heartbeat-worker-1'](
+    const res = (await this.scripts['heartbeat-worker'](
       [
         this.workersKey,
         this.workerKey(info.id),
@@ -170,7 +178,7 @@ export class WorkerRegistry {
 
   /** Leave the registry and free the leases; the number of leases freed. */
   async release(info: Pick<WorkerInfo, 'id' | 'node' | 'kind' | 'devices'>): Promise<number> {
-    return (await this.scripts['release-worker-1'](
+    return (await this.scripts['release-worker'](
       [this.workersKey, this.workerKey(info.id), ...info.devices.map((d) => this.leaseKey(info.node, info.kind, d))],
       [info.id, this.channel],
     )) as number;
@@ -203,7 +211,7 @@ export class WorkerRegistry {
 
   /** Ask the mesh to load or unload a model; the new control generation. */
   async setControl(model: string, action: ModelControl['action']): Promise<number> {
-    const gen = (await this.scripts['set-model-control-1'](
+    const gen = (await this.scripts['set-model-control'](
       [this.controlKey],
       [model, action, CONTROL_TTL_MS, this.channel],
     )) as number;

@@ -474,7 +474,7 @@ export class ModelBatcher {
     // A worker may have started it already ('running'): then there is nothing to mark. The mark
     // only spares work: a request redelivered while its batch still reads 'formed' is batched
     // again and answered once all the same (start-batch), so it does not hold up the acks.
-    const marked = this.store.setState(batchId, 'formed', 'published').catch(() => false);
+    const marked = this.store.setState(batchId, this.model.name, 'formed', 'published').catch(() => false);
     if (crashPoint.armed('marked')) await marked;
     crashPoint('marked', this.log);
     for (const m of members) this.settle(m.item.msg, 'ack');
@@ -510,7 +510,7 @@ export class ModelBatcher {
   private async answerError(p: Pending, error: WireError): Promise<void> {
     const { msg, req } = p.item;
     try {
-      if (!(await this.store.expireRequest(req.id, 'timeout', this.queueKeys.get(p.level)))) {
+      if (!(await this.store.expireRequest(req.id, this.model.name, 'timeout', this.queueKeys.get(p.level)))) {
         this.settle(msg, 'ack');
         return;
       }

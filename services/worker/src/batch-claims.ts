@@ -29,6 +29,7 @@ export class BatchClaims {
   async start(batch: BatchMessage, body: Buffer): Promise<Buffer | null | 'poison'> {
     const res = await this.store.startBatch(
       batch.batchId,
+      batch.model,
       batch.members.map((m) => m.id),
       DEFAULT_DELIVERY_LIMIT + 1,
     );

@@ -87,11 +87,12 @@ export class DeadLetters {
       this.log.error({ err: (err as Error).message }, 'undecodable dead batch dropped: nobody to answer');
       return;
     }
-    const manifest = await this.store.manifest(batch.batchId);
+    const manifest = await this.store.manifest(batch.batchId, batch.model);
     if (manifest && (manifest.state === 'done' || manifest.state === 'failed')) return;
     // The members this batch still answers (another batch may have taken some over).
     const res = await this.store.startBatch(
       batch.batchId,
+      batch.model,
       batch.members.map((m) => m.id),
     );
     const answered = res.kind === 'run' ? res.members : [];
@@ -120,7 +121,7 @@ export class DeadLetters {
       return;
     }
     // Marks it answered so a copy still on its way is dropped; false: a batch carries it or it was answered.
-    if (!(await this.store.expireRequest(req.id, 'poison'))) return;
+    if (!(await this.store.expireRequest(req.id, req.model, 'poison'))) return;
     const r = errorReply(req, this.error('request', reason));
     await this.broker.send(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
     this.log.error({ id: req.id, model: req.model, reason }, 'dead-lettered request answered with POISON_INPUT');

@@ -1,16 +1,16 @@
 --[[
   set-batch-state: move a batch manifest to its next state.
 
-  KEYS[1]   batch manifest hash   <ns>:batch:<batchId>
+  KEYS[1]   batch manifest hash   {<ns>:<model>}:batch:<batchId>
 
   ARGV[1]   expected current state (formed | published | running)
   ARGV[2]   new state              (published | running | done | failed)
   ARGV[3]   now, ms since the epoch
 
   Returns
-     1   changed
-    -1   no such manifest (expired or never written)
-    -2   the manifest is in another state (returned as a second element)
+    {1}           changed
+    {-1}          no such manifest (expired or never written)
+    {-2, state}   the manifest is in another state, `state`; nothing written
 ]]
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then

@@ -4,12 +4,14 @@
   Marks it failed, so a redelivered dead letter is not answered again, frees
   its lane slot and tells the model's batchers that a lane is free.
 
-  KEYS[1]   batch manifest hash             <ns>:batch:<batchId>
-  KEYS[2]   the model's in-flight batches   <ns>:inflight:<model>
+  Every key is the model's ({<ns>:<model>}), so they share one hash slot.
+
+  KEYS[1]   batch manifest hash             {<ns>:<model>}:batch:<batchId>
+  KEYS[2]   the model's in-flight batches   {<ns>:<model>}:inflight
 
   ARGV[1]   batchId
   ARGV[2]   now, ms since the epoch
-  ARGV[3]   pub/sub channel of the model's lanes   <ns>:lanes:<model>
+  ARGV[3]   pub/sub channel of the model's lanes   <ns>:lanes:<model> (a channel, not a key)
 
   Returns
      1   marked failed

@@ -4,8 +4,10 @@
   tells it which members another batch took over while this one was in state
   'formed' (see create-batch), so no request is answered twice.
 
-  KEYS[1]        batch manifest hash   <ns>:batch:<batchId>
-  KEYS[2..1+n]   one claim per member  <ns>:claim:<requestId>
+  Every key is the model's ({<ns>:<model>}), so they share one hash slot.
+
+  KEYS[1]        batch manifest hash   {<ns>:<model>}:batch:<batchId>
+  KEYS[2..1+n]   one claim per member  {<ns>:<model>}:claim:<requestId>
 
   ARGV[1]        batchId
   ARGV[2]        now, ms since the epoch

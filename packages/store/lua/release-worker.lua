@@ -4,12 +4,14 @@
   them without waiting for the TTL. Leases held by another worker are left
   alone.
 
-  KEYS[1]      live workers        <ns>:workers
-  KEYS[2]      its description    <ns>:worker:<workerId>
-  KEYS[3..]    its device leases  <ns>:lease:<node>:<kind>:<device>
+  Every key is the namespace registry's ({<ns>}), so they share one hash slot.
+
+  KEYS[1]      live workers        {<ns>}:workers
+  KEYS[2]      its description    {<ns>}:worker:<workerId>
+  KEYS[3..]    its device leases  {<ns>}:lease:<node>:<kind>:<device>
 
   ARGV[1]      worker id
-  ARGV[2]      registry pub/sub channel   <ns>:registry
+  ARGV[2]      registry pub/sub channel   <ns>:registry (a channel, not a key)
 
   Returns
     the number of leases released

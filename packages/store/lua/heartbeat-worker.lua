@@ -9,17 +9,19 @@
   If any lease is now held by another worker (this one stalled past the lease
   TTL and its device was taken), nothing is written: the worker must stop.
 
-  KEYS[1]        live workers        <ns>:workers   (zset workerId -> expiry, ms)
-  KEYS[2]        its description    <ns>:worker:<workerId>   (JSON string)
-  KEYS[3]        model control      <ns>:control   (hash model -> '<load|unload>:<generation>')
-  KEYS[4..]      its device leases  <ns>:lease:<node>:<kind>:<device>
+  Every key is the namespace registry's ({<ns>}), so they share one hash slot.
+
+  KEYS[1]        live workers        {<ns>}:workers   (zset workerId -> expiry, ms)
+  KEYS[2]        its description    {<ns>}:worker:<workerId>   (JSON string)
+  KEYS[3]        model control      {<ns>}:control   (hash model -> '<load|unload>:<generation>')
+  KEYS[4..]      its device leases  {<ns>}:lease:<node>:<kind>:<device>
 
   ARGV[1]        worker id
   ARGV[2]        now, ms since the epoch
   ARGV[3]        description TTL, ms (a few heartbeats)
   ARGV[4]        description, JSON
   ARGV[5]        lease TTL, ms
-  ARGV[6]        registry pub/sub channel   <ns>:registry
+  ARGV[6]        registry pub/sub channel   <ns>:registry (a channel, not a key)
   ARGV[7]        '1': its description changed, publish 'worker:<workerId>' on the channel
   ARGV[8]        control TTL, ms (refreshed on every write)
   ARGV[9..]      models to mark wanted: each gets '<load>:0' unless the control hash has an entry

@@ -5,12 +5,12 @@
   message delays a change by one heartbeat at most. A worker reports the
   generation it acted on, so the caller can wait for exactly this request.
 
-  KEYS[1]   model control   <ns>:control   (hash model -> '<load|unload>:<generation>')
+  KEYS[1]   model control   {<ns>}:control   (hash model -> '<load|unload>:<generation>')
 
   ARGV[1]   model
   ARGV[2]   'load' or 'unload'
   ARGV[3]   TTL of the hash, ms (refreshed on every write)
-  ARGV[4]   registry pub/sub channel   <ns>:registry
+  ARGV[4]   registry pub/sub channel   <ns>:registry (a channel, not a key)
 
   Returns
     the new generation (>= 1), or -1 when ARGV[2] is neither 'load' nor 'unload' (nothing written)

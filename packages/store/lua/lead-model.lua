@@ -3,7 +3,7 @@
   at a time must batch (preserve_ordering), or give it up. The lead lapses
   when its holder stops renewing it (crash), so a standby batcher takes over.
 
-  KEYS[1]   the model's lead   <ns>:lead:<model>
+  KEYS[1]   the model's lead   {<ns>:<model>}:lead
 
   ARGV[1]   token of the batcher asking
   ARGV[2]   TTL, ms; 0 = give the lead up (only when ARGV[1] holds it)

@@ -4,13 +4,15 @@
   folds the time the batch held its lane into the model's cost of that tier
   (a moving average the batchers plan batches with).
 
-  KEYS[1]   batch manifest hash               <ns>:batch:<batchId>
-  KEYS[2]   the model's in-flight batches     <ns>:inflight:<model>
-  KEYS[3]   the model's tier costs            <ns>:tiercost:<model>  (hash tier -> ms)
+  Every key is the model's ({<ns>:<model>}), so they share one hash slot.
+
+  KEYS[1]   batch manifest hash               {<ns>:<model>}:batch:<batchId>
+  KEYS[2]   the model's in-flight batches     {<ns>:<model>}:inflight
+  KEYS[3]   the model's tier costs            {<ns>:<model>}:tiercost  (hash tier -> ms)
 
   ARGV[1]   batchId
   ARGV[2]   now, ms since the epoch
-  ARGV[3]   pub/sub channel of the model's lanes   <ns>:lanes:<model>
+  ARGV[3]   pub/sub channel of the model's lanes   <ns>:lanes:<model> (a channel, not a key)
   ARGV[4]   tier the batch ran at, or '' when no time is reported
   ARGV[5]   ms the run held its lane
   ARGV[6]   TTL of the tier costs, ms

@@ -7,7 +7,7 @@
   batcher died without taking it out of the queue stops counting at its
   deadline, so a crash never leaks a queue slot for long.
 
-  KEYS[1]   the level's queue   <ns>:queue:<model>:<level>   (zset requestId -> deadline, ms)
+  KEYS[1]   the level's queue   {<ns>:<model>}:queue:<level>   (zset requestId -> deadline, ms)
 
   ARGV[1]   request id
   ARGV[2]   its deadline, ms since the epoch

@@ -8,8 +8,10 @@
   every heartbeat (heartbeat-worker); a dead worker's leases lapse by
   themselves. A lease already held by the caller counts as free.
 
+  Every key is the namespace registry's ({<ns>}), so they share one hash slot.
+
   KEYS[1..n]   candidate leases, in order of preference
-               <ns>:lease:<node>:<kind>:<device>
+               {<ns>}:lease:<node>:<kind>:<device>
 
   ARGV[1]      worker id
   ARGV[2]      lease TTL, ms
