@@ -8,7 +8,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GEMESH_NATIVE_BUILD_DIR:-$here/build}"
 jobs="${GEMESH_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
-if [[ ! -f "$build/CMakeCache.txt" || $# -gt 0 ]]; then
+# A configure that failed (say, a missing library) leaves a cache but no build files: configure
+# again then, so installing what was missing is all it takes.
+if [[ ! -f "$build/CMakeCache.txt" || ! -f "$build/cmake_install.cmake" || $# -gt 0 ]]; then
   cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 fi
 cmake --build "$build" --parallel "$jobs"

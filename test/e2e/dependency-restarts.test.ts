@@ -55,7 +55,7 @@ describe('dependency restarts under load (private RabbitMQ node and redis-server
     await ref.close();
   });
 
-  const run = (name: string, begin: () => Promise<void>, end: () => Promise<void>) =>
+  const run = (name: string, begin: () => unknown, end: () => unknown, ms = OUTAGE_MS) =>
     runFaultScenario(
       {
         mesh,
@@ -64,7 +64,7 @@ describe('dependency restarts under load (private RabbitMQ node and redis-server
         requestTimeoutMs: REQUEST_TIMEOUT_MS,
         amqp: { url: (rabbit as PrivateRabbit).url, rate: AMQP_RATE },
       },
-      { name, begin, end, ms: OUTAGE_MS },
+      { name, begin, end, ms },
     );
 
   /** One line a person can read: recovery and counts. */
@@ -119,5 +119,25 @@ describe('dependency restarts under load (private RabbitMQ node and redis-server
     summary(r);
     assertRecovered(mesh, r);
     loggedLossAndRecovery('redis', from);
+  });
+
+  it('Redis FLUSHALL under load: the registry is rebuilt from live workers, nothing lost, one answer each, no exit', async () => {
+    const rd = redis as PrivateRedis;
+    const from = mesh.lines.length;
+    // Everything goes at once and Redis stays up: batch manifests, claims, admission queues, lane
+    // slots, the worker registry. The fault has no duration; the bar is the same as for a restart.
+    const r = await run(
+      'redis flushall',
+      () => rd.flushAll(),
+      () => undefined,
+      0,
+    );
+    summary(r);
+    assertRecovered(mesh, r);
+    const gateway = mesh.lines.slice(from).filter((l) => l.startsWith('[gateway]'));
+    assert.ok(
+      gateway.some((l) => l.includes('Redis lost the mesh state')),
+      'the gateway noticed the lost state and waited for the workers to write the registry again',
+    );
   });
 });
