@@ -35,6 +35,8 @@ describe('batch store (real Redis)', () => {
     rows: ids.length,
     members: ids.map((id) => member(id)),
   });
+  /** A request's deadline a minute out. */
+  const soon = (queueKey?: string) => ({ deadline: Date.now() + 60_000, ...(queueKey ? { queueKey } : {}) });
 
   it('creates a manifest, claims its members, takes a lane slot, and sets TTLs', async () => {
     assert.deepEqual(await store.createBatch(batch('b1', ['r1', 'r2'])), { ok: true });
@@ -126,9 +128,9 @@ describe('batch store (real Redis)', () => {
   });
 
   it('a request answered with an error is marked, so a redelivered copy is dropped', async () => {
-    assert.equal(await store.expireRequest('x1', 'X', 'timeout'), true);
+    assert.equal(await store.expireRequest('x1', 'X', 'timeout', soon()), true);
     assert.equal(await store.redis.get(store.claimKey('X', 'x1')), '!timeout');
-    assert.equal(await store.expireRequest('x1', 'X', 'timeout'), false, 'answered once');
+    assert.equal(await store.expireRequest('x1', 'X', 'timeout', soon()), false, 'answered once');
     assert.deepEqual(await store.createBatch(batch('X1', ['x1', 'x2'], 'X')), {
       ok: false,
       reason: 'claimed',
@@ -137,7 +139,25 @@ describe('batch store (real Redis)', () => {
     // A request a started batch carries is never expired by a batcher.
     assert.deepEqual(await store.createBatch(batch('X2', ['x2'], 'X')), { ok: true });
     await store.startBatch('X2', 'X', ['x2']);
-    assert.equal(await store.expireRequest('x2', 'X', 'timeout'), false);
+    assert.equal(await store.expireRequest('x2', 'X', 'timeout', soon()), false);
+  });
+
+  it('batch state lives until the last deadline it covers, plus a margin, not a fixed 10 minutes', async () => {
+    const inSecs = (s: number) => Date.now() + s * 1000;
+    const b = { ...batch('T1', ['t1', 't2'], 'T'), members: [member('t1', inSecs(5)), member('t2', inSecs(20))] };
+    assert.deepEqual(await store.createBatch(b), { ok: true });
+    const near = (ms: number, want: number) => ms > want - 2_000 && ms <= want;
+    for (const key of [store.batchKey('T', 'T1'), store.claimKey('T', 't1'), store.claimKey('T', 't2')]) {
+      const ttl = await store.redis.pttl(key);
+      assert.ok(near(ttl, 50_000), `${key}: ttl ${ttl} ms, want 20 s to the last deadline + 30 s`);
+    }
+    // A claim that vanished is written again by start-batch with the manifest's own TTL.
+    await store.redis.del(store.claimKey('T', 't1'));
+    assert.deepEqual(await store.startBatch('T1', 'T', ['t1', 't2']), { kind: 'run', members: [0, 1] });
+    assert.ok(near(await store.redis.pttl(store.claimKey('T', 't1')), 50_000));
+    // An error marker lives until its request's deadline + 30 s.
+    assert.equal(await store.expireRequest('t3', 'T', 'timeout', { deadline: inSecs(1) }), true);
+    assert.ok(near(await store.redis.pttl(store.claimKey('T', 't3')), 31_000));
   });
 
   it('a redelivered request: batched (free), batched again after freeing an unconfirmed batch slot, or dropped', async () => {
@@ -150,7 +170,7 @@ describe('batch store (real Redis)', () => {
     // Once a worker started R1, or the request was answered, a copy is dropped.
     await store.startBatch('R1', 'R', ['f1', 'f2']);
     assert.equal(await store.reclaimRequest('f2', 'R'), 'drop');
-    await store.expireRequest('f3', 'R', 'timeout');
+    await store.expireRequest('f3', 'R', 'timeout', soon());
     assert.equal(await store.reclaimRequest('f3', 'R'), 'drop');
   });
 
@@ -181,7 +201,7 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.queueSize(q), 5);
     assert.equal(await store.leaveQueue(q, [admitted[3] as string, 'unknown']), 1);
     assert.equal(await store.queueSize(q), 4);
-    assert.equal(await store.expireRequest(admitted[4] as string, 'tiny', 'timeout', q), true);
+    assert.equal(await store.expireRequest(admitted[4] as string, 'tiny', 'timeout', soon(q)), true);
     assert.equal(await store.queueSize(q), 3);
   });
 

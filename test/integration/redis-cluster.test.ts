@@ -231,9 +231,13 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
   );
   await expect('c in flight', store.inFlight(c), 0);
   // expire-request: once; never for a request a published batch carries.
-  await expect('expire x1', store.expireRequest('x1', a, 'timeout'), true);
-  await expect('expire x1 again', store.expireRequest('x1', a, 'timeout'), false);
-  await expect('expire r1 (published)', store.expireRequest('r1', a, 'timeout'), false);
+  await expect('expire x1', store.expireRequest('x1', a, 'timeout', { deadline: Date.now() + 60_000 }), true);
+  await expect('expire x1 again', store.expireRequest('x1', a, 'timeout', { deadline: Date.now() + 60_000 }), false);
+  await expect(
+    'expire r1 (published)',
+    store.expireRequest('r1', a, 'timeout', { deadline: Date.now() + 60_000 }),
+    false,
+  );
   // reclaim-request: free, retry (unconfirmed batch, its slot freed), drop (started).
   await expect('reclaim f1', store.reclaimRequest('f1', b), 'free');
   await expect('create b3', store.createBatch(batch('b3', b, ['f1'])), { ok: true });
@@ -248,7 +252,11 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
   await expect('leave p2', store.leaveQueue(q, ['p2', 'unknown']), 1);
   await expect('create a3 from the queue', store.createBatch(batch('a3', a, ['p1']), { queueKeys: [q] }), { ok: true });
   await expect('admit p4', store.admit(q, 'p4', Date.now() + 60_000, 2), { admitted: true, size: 1 });
-  await expect('expire p4', store.expireRequest('p4', a, 'timeout', q), true);
+  await expect(
+    'expire p4',
+    store.expireRequest('p4', a, 'timeout', { deadline: Date.now() + 60_000, queueKey: q }),
+    true,
+  );
   await expect('queue size', store.queueSize(q), 0);
   // lead-model.
   await expect('lead x', store.lead(a, 'x', 5_000), true);

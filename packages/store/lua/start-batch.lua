@@ -11,7 +11,8 @@
 
   ARGV[1]        batchId
   ARGV[2]        now, ms since the epoch
-  ARGV[3]        TTL for a manifest or claim that has to be written again, ms
+  ARGV[3]        TTL for a manifest that has to be written again, ms; a claim written again
+                 lives as long as the manifest (which create-batch timed by the deadlines)
   ARGV[4]        delivery limit: starts after which the batch is poison (0 = no limit). Classic
                  queues have no delivery limit of their own, so the count is kept here, in
                  the manifest's 'starts' field, for both durability modes alike.
@@ -28,7 +29,10 @@ local state = redis.call('HGET', KEYS[1], 'state')
 if state == 'done' then
   return {0}
 end
-local ttl = tonumber(ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then
+  ttl = tonumber(ARGV[3])
+end
 local limit = tonumber(ARGV[4])
 local starts = redis.call('HINCRBY', KEYS[1], 'starts', 1)
 if limit > 0 and starts > limit then

@@ -60,6 +60,13 @@ const UNDECLARED_OWNERS = -4;
 const MAX_OWNER_ROUNDS = 5;
 
 /**
+ * How long batch state outlives the last deadline it covers. Past its deadline a request is never
+ * run (batchers and workers answer or drop it), so a claim is needed only until then; the margin
+ * covers clocks of different hosts and a copy on its way at that moment.
+ */
+const STATE_MARGIN_MS = 30_000;
+
+/**
  * Batch state in Redis, all with TTLs: manifests, request claims (which
  * batch answers a request), each model's in-flight batches (lane slots) and
  * the admission queues. Every change is one Lua script (../lua).
@@ -73,6 +80,7 @@ export class BatchStore {
   constructor(
     readonly redis: RedisConnection,
     readonly namespace: string,
+    /** TTL of state whose deadline is unknown (a claim written for a batch whose manifest is gone). */
     readonly ttlMs = 10 * 60_000,
   ) {
     this.scripts = defineScripts(redis);
@@ -158,7 +166,7 @@ export class BatchStore {
     const lapse = b.members.reduce((t, m) => Math.max(t, m.deadline), now + 1_000);
     const args = [
       b.batchId,
-      this.ttlMs,
+      stateTtl(lapse, now),
       b.model,
       b.version,
       b.tier,
@@ -251,12 +259,19 @@ export class BatchStore {
 
   /**
    * Mark a queued request answered with an error (`reason`), so a redelivered
-   * copy is dropped. False when a batch already carries it or it was answered:
+   * copy is dropped (until its `deadline` has long passed: no copy runs after it). False when a batch already carries it or it was answered:
    * then the caller must not answer it.
    */
-  async expireRequest(requestId: string, model: string, reason: string, queueKey?: string): Promise<boolean> {
+  async expireRequest(
+    requestId: string,
+    model: string,
+    reason: string,
+    opts: { deadline: number; queueKey?: string | undefined },
+    now = Date.now(),
+  ): Promise<boolean> {
+    const { queueKey } = opts;
     const keys = [this.claimKey(model, requestId), ...(queueKey ? [queueKey] : [])];
-    const args = [requestId, `!${reason}`, this.ttlMs, queueKey ? 1 : 0];
+    const args = [requestId, `!${reason}`, stateTtl(opts.deadline, now), queueKey ? 1 : 0];
     const res = await this.withClaimOwners(model, (manifestKeys, owners) =>
       this.scripts['expire-request']([...keys, ...manifestKeys], [...args, ...owners]),
     );
@@ -354,4 +369,9 @@ export class BatchStore {
     this.health?.stop();
     await this.redis.quit().catch(() => undefined);
   }
+}
+
+/** TTL of batch state that covers requests up to `deadline`: see STATE_MARGIN_MS. */
+function stateTtl(deadline: number, now: number): number {
+  return Math.max(0, deadline - now) + STATE_MARGIN_MS;
 }

@@ -510,7 +510,12 @@ export class ModelBatcher {
   private async answerError(p: Pending, error: WireError): Promise<void> {
     const { msg, req } = p.item;
     try {
-      if (!(await this.store.expireRequest(req.id, this.model.name, 'timeout', this.queueKeys.get(p.level)))) {
+      if (
+        !(await this.store.expireRequest(req.id, this.model.name, 'timeout', {
+          deadline: req.deadline,
+          queueKey: this.queueKeys.get(p.level),
+        }))
+      ) {
         this.settle(msg, 'ack');
         return;
       }

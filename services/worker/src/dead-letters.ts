@@ -121,7 +121,7 @@ export class DeadLetters {
       return;
     }
     // Marks it answered so a copy still on its way is dropped; false: a batch carries it or it was answered.
-    if (!(await this.store.expireRequest(req.id, req.model, 'poison'))) return;
+    if (!(await this.store.expireRequest(req.id, req.model, 'poison', { deadline: req.deadline }))) return;
     const r = errorReply(req, this.error('request', reason));
     await this.broker.send(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
     this.log.error({ id: req.id, model: req.model, reason }, 'dead-lettered request answered with POISON_INPUT');
