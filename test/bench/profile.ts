@@ -1,10 +1,10 @@
 /**
- * Where the mesh spends its CPU: runs the mesh on `tiny` with every service
+ * Where the mesh spends its CPU: runs the mesh on one model (`tiny` by default) with every service
  * under V8's sampling profiler, drives a fixed request rate through the
  * gateway, then prints CPU ms per request for each process (RabbitMQ and
  * Redis included) and the top functions by self time in each service.
  *
- *   node --import tsx test/bench/profile.ts [--rate 600] [--secs 10] [--durability fast|durable] [--top 15]
+ *   node --import tsx test/bench/profile.ts [--model tiny] [--rate 600] [--secs 10] [--durability fast|durable] [--top 15]
  *
  * Writes the raw profiles (open them in Chrome DevTools) and a summary to
  * test/bench/results/profile/.
@@ -19,6 +19,7 @@ import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
 
 const { values } = parseArgs({
   options: {
+    model: { type: 'string', default: 'tiny' },
     rate: { type: 'string', default: '600' },
     secs: { type: 'string', default: '10' },
     durability: { type: 'string' },
@@ -26,6 +27,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: join(ROOT, 'test/bench/results/profile') },
   },
 });
+const model = values.model;
 const rate = Number(values.rate);
 const secs = Number(values.secs);
 const top = Number(values.top);
@@ -35,13 +37,13 @@ const log = (s: string) => process.stderr.write(`${s}\n`);
 await rm(out, { recursive: true, force: true });
 const durability = values.durability ? ['--durability', values.durability] : [];
 const mesh = await startTestMesh({
-  models: ['tiny'],
+  models: [model],
   logLevel: 'warn',
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${out}`],
   flags: {
     gateway: durability,
-    batcher: [...durability, '--models', 'tiny'],
-    worker: [...durability, '--models', 'tiny'],
+    batcher: [...durability, '--models', model],
+    worker: [...durability, '--models', model],
   },
 });
 const names = new Map(mesh.services.map((s) => [s.child.pid ?? 0, s.name]));
@@ -49,7 +51,7 @@ const external = brokerAndRedisPids();
 const pids = [...names.keys(), ...external.map((e) => e.pid)];
 const label = (pid: number) => names.get(pid) ?? external.find((e) => e.pid === pid)?.name ?? String(pid);
 
-const target = await httpTarget({ url: mesh.url, model: 'tiny', batch: 1, inputData: 'random', binary: true });
+const target = await httpTarget({ url: mesh.url, model, batch: 1, inputData: 'random', binary: true });
 const driver = new LoadDriver(target.send, { kind: 'rate', perSec: rate, distribution: 'constant' });
 driver.start();
 await driver.window(2_000);
@@ -66,7 +68,7 @@ await mesh.teardown();
 
 const answered = w.requests - w.errors;
 const lines: string[] = [
-  `# CPU profile: tiny at ${rate} req/s for ${secs} s (${values.durability ?? 'default'} durability)`,
+  `# CPU profile: ${model} at ${rate} req/s for ${secs} s (${values.durability ?? 'default'} durability)`,
   '',
   `${answered} answered, ${w.errors} errors, ${w.inferPerSec.toFixed(0)} infer/s, mean latency ${(w.latencyUs / 1000).toFixed(2)} ms`,
   '',
