@@ -3,8 +3,9 @@ import { describe, it } from 'node:test';
 import { parseModelConfig, type RepositoryModel } from '@ge-mesh/model-repository';
 import { Authorizer } from '../../services/gateway/src/auth.js';
 import { buildApp } from '../../services/gateway/src/http/app.js';
-import { Inference } from '../../services/gateway/src/inference.js';
 import type { ModelIndexEntry, ModelReadyState, ModelStates } from '../../services/gateway/src/model-states.js';
+import { InferPipeline } from '../../services/gateway/src/pipeline/infer-pipeline.js';
+import { MeshQueries } from '../../services/gateway/src/pipeline/queries.js';
 import { InferenceStats } from '../../services/gateway/src/stats/inference-stats.js';
 
 /**
@@ -57,13 +58,14 @@ async function app(ready = true, withRepositoryControl = false) {
     m: { '1': 'READY', '2': 'LOADING', '3': 'UNAVAILABLE', '5': 'READY' },
     n: { '1': 'UNLOADING' },
   });
+  const auth = await Authorizer.load({ apiKeys: '', apiKeysFile: '' }, states);
+  const stats = new InferenceStats();
+  const isReady = () => ready;
   const a = buildApp({
-    states,
-    inference: new Inference(undefined as never, new InferenceStats()),
-    auth: await Authorizer.load({ apiKeys: '', apiKeysFile: '' }, states),
+    pipeline: new InferPipeline({ states, auth, dispatch: undefined as never, stats, isReady }),
+    queries: new MeshQueries({ states, auth, stats, isReady }),
     maxBodyBytes: 1 << 20,
     maxTensorElements: 1000,
-    isReady: () => ready,
   });
   if (withRepositoryControl) {
     a.post('/v2/repository/models/:model/load', (_req, reply) => reply.send());

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MeshError, type StageTimings } from '@ge-mesh/protocol';
 import { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
-import { failureReason } from '../../services/gateway/src/inference.js';
+import { failureReason } from '../../services/gateway/src/pipeline/infer-pipeline.js';
 import { InferenceStats } from '../../services/gateway/src/stats/inference-stats.js';
 
 /**

@@ -5,45 +5,74 @@
  */
 export const ERRORS = {
   // 400: the request is wrong; the message says what to fix.
-  INVALID_ARGUMENT: { status: 400, retryable: false },
-  BAD_JSON: { status: 400, retryable: false },
-  UNKNOWN_INPUT: { status: 400, retryable: false },
-  MISSING_INPUT: { status: 400, retryable: false },
-  UNKNOWN_OUTPUT: { status: 400, retryable: false },
-  DATATYPE_MISMATCH: { status: 400, retryable: false },
-  SHAPE_MISMATCH: { status: 400, retryable: false },
-  BATCH_TOO_LARGE: { status: 400, retryable: false },
-  DATA_SIZE_MISMATCH: { status: 400, retryable: false },
+  INVALID_ARGUMENT: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  BAD_JSON: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  UNKNOWN_INPUT: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  MISSING_INPUT: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  UNKNOWN_OUTPUT: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  DATATYPE_MISMATCH: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  SHAPE_MISMATCH: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  BATCH_TOO_LARGE: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  DATA_SIZE_MISMATCH: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
   /** A tensor with more elements than the gateway's --max-tensor-elements. */
-  TENSOR_TOO_LARGE: { status: 400, retryable: false },
-  MODEL_NOT_READY: { status: 400, retryable: true },
+  TENSOR_TOO_LARGE: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  MODEL_NOT_READY: { status: 400, retryable: true, grpc: 'UNAVAILABLE' },
   // 401 / 403: authentication.
-  UNAUTHENTICATED: { status: 401, retryable: false },
-  FORBIDDEN: { status: 403, retryable: false },
+  UNAUTHENTICATED: { status: 401, retryable: false, grpc: 'UNAUTHENTICATED' },
+  FORBIDDEN: { status: 403, retryable: false, grpc: 'PERMISSION_DENIED' },
   // 404 / 405: routing.
-  NOT_FOUND: { status: 404, retryable: false },
-  MODEL_NOT_FOUND: { status: 404, retryable: false },
-  MODEL_VERSION_NOT_FOUND: { status: 404, retryable: false },
-  METHOD_NOT_ALLOWED: { status: 405, retryable: false },
+  NOT_FOUND: { status: 404, retryable: false, grpc: 'NOT_FOUND' },
+  MODEL_NOT_FOUND: { status: 404, retryable: false, grpc: 'NOT_FOUND' },
+  MODEL_VERSION_NOT_FOUND: { status: 404, retryable: false, grpc: 'NOT_FOUND' },
+  METHOD_NOT_ALLOWED: { status: 405, retryable: false, grpc: 'UNIMPLEMENTED' },
   // 413: limits.
-  PAYLOAD_TOO_LARGE: { status: 413, retryable: false },
+  PAYLOAD_TOO_LARGE: { status: 413, retryable: false, grpc: 'RESOURCE_EXHAUSTED' },
   // 415: a Content-Encoding other than gzip, deflate or identity (Triton answers 501 here).
-  UNSUPPORTED_ENCODING: { status: 415, retryable: false },
+  UNSUPPORTED_ENCODING: { status: 415, retryable: false, grpc: 'UNIMPLEMENTED' },
   // 501: a feature GE Mesh does not offer.
-  UNSUPPORTED: { status: 501, retryable: false },
+  UNSUPPORTED: { status: 501, retryable: false, grpc: 'UNIMPLEMENTED' },
   // 503: overload and shutdown; the same request may succeed later.
-  QUEUE_FULL: { status: 503, retryable: true },
-  TIMEOUT: { status: 503, retryable: true },
-  UNAVAILABLE: { status: 503, retryable: true },
-  SERVER_STOPPING: { status: 503, retryable: true },
+  QUEUE_FULL: { status: 503, retryable: true, grpc: 'UNAVAILABLE' },
+  TIMEOUT: { status: 503, retryable: true, grpc: 'UNAVAILABLE' },
+  UNAVAILABLE: { status: 503, retryable: true, grpc: 'UNAVAILABLE' },
+  SERVER_STOPPING: { status: 503, retryable: true, grpc: 'UNAVAILABLE' },
   // 500: a fault inside the mesh.
-  EXECUTION_FAILED: { status: 500, retryable: false },
+  EXECUTION_FAILED: { status: 500, retryable: false, grpc: 'INTERNAL' },
   /** The batch carrying the request crashed every worker that ran it and was dead-lettered. */
-  POISON_INPUT: { status: 500, retryable: false },
+  POISON_INPUT: { status: 500, retryable: false, grpc: 'INTERNAL' },
   /** A message from a service of another protocol version (a mesh half-way through an upgrade). */
-  PROTOCOL_MISMATCH: { status: 500, retryable: true },
-  INTERNAL: { status: 500, retryable: false },
-} as const satisfies Record<string, { status: number; retryable: boolean }>;
+  PROTOCOL_MISMATCH: { status: 500, retryable: true, grpc: 'INTERNAL' },
+  INTERNAL: { status: 500, retryable: false, grpc: 'INTERNAL' },
+  // 499 (nginx's "client closed request"): the caller went away; nobody reads the answer.
+  CANCELLED: { status: 499, retryable: false, grpc: 'CANCELLED' },
+} as const satisfies Record<string, { status: number; retryable: boolean; grpc: GrpcStatusName }>;
+
+/**
+ * gRPC status names (their numbers are fixed by the gRPC spec). Each error's
+ * `grpc` is the status Triton's gRPC front end gives its core error of the same
+ * kind: bad input INVALID_ARGUMENT, unknown model NOT_FOUND, overload, timeout
+ * and not-ready UNAVAILABLE, unsupported features UNIMPLEMENTED.
+ */
+export const GRPC_STATUS = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+  UNAUTHENTICATED: 16,
+} as const;
+export type GrpcStatusName = keyof typeof GRPC_STATUS;
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -74,6 +103,10 @@ export class MeshError extends Error {
   }
   get status(): number {
     return ERRORS[this.code].status;
+  }
+  /** The gRPC status number of this error. */
+  get grpcStatus(): number {
+    return GRPC_STATUS[ERRORS[this.code].grpc];
   }
   get retryable(): boolean {
     return ERRORS[this.code].retryable;

@@ -19,7 +19,7 @@ export interface StageDurations {
 }
 
 /** Where a request came in. */
-export type Ingress = 'http' | 'amqp';
+export type Ingress = 'http' | 'amqp' | 'grpc';
 
 const LATENCY_BUCKETS_S = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];

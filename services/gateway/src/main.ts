@@ -13,9 +13,11 @@ import { AmqpIngress } from './amqp/ingress.js';
 import { AuthConfigError, Authorizer } from './auth.js';
 import { buildApp } from './http/app.js';
 import { registerRepositoryRoutes } from './http/repository-routes.js';
-import { InferService } from './infer-service.js';
-import { Inference } from './inference.js';
 import type { ModelStates } from './model-states.js';
+import { Dispatch } from './pipeline/dispatch.js';
+import { InferPipeline } from './pipeline/infer-pipeline.js';
+import { MeshQueries } from './pipeline/queries.js';
+import { RepositoryControl } from './pipeline/repository-control.js';
 import { ReplyRouter } from './reply-router.js';
 import { loadGatewaySettings } from './settings.js';
 import { InferenceStats } from './stats/inference-stats.js';
@@ -62,14 +64,6 @@ await broker.onReady(async () => {
 const replies = new ReplyRouter(broker, log);
 // max_queue_size is counted in Redis, shared by every gateway.
 const admission = new Admission(registryStore);
-const inference = new Inference(
-  new InferService(broker, replies, settings.requestTimeoutMs, admission),
-  new InferenceStats(),
-  metrics,
-);
-replies.onReply = inference.observeReply;
-await replies.start();
-
 let stopping = false;
 // Not ready while the broker or Redis is away: infer requests get 503 at once instead of waiting
 // for a deadline. After Redis comes back, the worker registry refills with the workers' next
@@ -78,33 +72,21 @@ let stopping = false;
 const redisUp = () => !registryStore.health || registryStore.health.upMs >= REGISTRY_REFILL_MS;
 const isReady = () => !stopping && broker.connected && redisUp() && !workerStates.rebuilding;
 const limits = { maxBodyBytes: settings.maxBodyBytes, maxTensorElements: settings.maxTensorElements };
-
-if (metrics && registryStore.health)
-  registerConnectionMetrics(metrics.registry, { broker, redis: registryStore.health });
-let metricsServer: MetricsServer | undefined;
-if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
-
-const ingress = settings.amqpIngress
-  ? new AmqpIngress({
-      broker,
-      states,
-      auth,
-      inference,
-      ...limits,
-      prefetch: settings.amqpPrefetch,
-      isReady,
-      log,
-      metrics,
-    })
-  : undefined;
-await ingress?.start();
-
-const app = buildApp({ states, inference, auth, ...limits, isReady, log, metrics });
-registerRepositoryRoutes(app, {
+const stats = new InferenceStats();
+const pipeline = new InferPipeline({
+  states,
+  auth,
+  dispatch: new Dispatch(broker, replies, settings.requestTimeoutMs, admission),
+  stats,
+  isReady,
+  metrics,
+});
+replies.onReply = pipeline.observeReply;
+const queries = new MeshQueries({ states, auth, stats, isReady });
+const control = new RepositoryControl({
   states: workerStates,
   auth,
   repositoryDir: settings.modelRepository,
-  maxBodyBytes: settings.maxBodyBytes,
   prepareModel: async (model) => {
     const ch = await broker.channel();
     await broker.assertWorkQueue(ch, topo.requests(model.name));
@@ -113,6 +95,28 @@ registerRepositoryRoutes(app, {
   },
   log,
 });
+
+if (metrics && registryStore.health)
+  registerConnectionMetrics(metrics.registry, { broker, redis: registryStore.health });
+await replies.start();
+
+let metricsServer: MetricsServer | undefined;
+if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
+
+const ingress = settings.amqpIngress
+  ? new AmqpIngress({
+      broker,
+      pipeline,
+      ...limits,
+      prefetch: settings.amqpPrefetch,
+      log,
+      metrics,
+    })
+  : undefined;
+await ingress?.start();
+
+const app = buildApp({ pipeline, queries, ...limits, log, metrics });
+registerRepositoryRoutes(app, { control, maxBodyBytes: settings.maxBodyBytes, log });
 const address = await app.listen({ host: settings.host, port: settings.httpPort });
 log.info(
   {

@@ -39,3 +39,20 @@ export function resolveModel(
   }
   return { model, version: v };
 }
+
+/**
+ * `resolveModel` for a version sent as a message field (AMQP, gRPC) rather
+ * than a path segment: empty means none, and a version that is not an
+ * integer is an unknown version, not an unknown route.
+ */
+export function resolveNamedModel(
+  states: ModelStates,
+  name: string,
+  version: string | undefined,
+): { model: RepositoryModel; version: string } {
+  if (version === undefined || version === '') return resolveModel(states, name);
+  if (!VERSION.test(version)) {
+    throw new MeshError('MODEL_VERSION_NOT_FOUND', TRITON_MESSAGES.unknownVersion(name, version));
+  }
+  return resolveModel(states, name, version);
+}

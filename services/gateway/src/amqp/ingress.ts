@@ -11,24 +11,18 @@ import {
 import { MeshError } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
-import type { Authorizer } from '../auth.js';
-import { errorAnswer } from '../http/errors.js';
-import { parseInferObject, selectOutputs, validateInfer } from '../infer/index.js';
-import type { Inference } from '../inference.js';
-import type { ModelStates } from '../model-states.js';
-import { resolveModel } from '../resolve-model.js';
+import { parseInferObject, selectOutputs } from '../infer/index.js';
+import { answerError } from '../pipeline/error-answer.js';
+import type { InferPipeline } from '../pipeline/infer-pipeline.js';
 
 export interface AmqpIngressDeps {
   broker: Broker;
-  states: ModelStates;
-  auth: Authorizer;
-  inference: Inference;
+  pipeline: InferPipeline;
   /** Largest message body accepted, as for HTTP bodies. */
   maxBodyBytes: number;
   maxTensorElements: number;
   /** Messages this gateway works on at once (unacked deliveries). */
   prefetch: number;
-  isReady: () => boolean;
   log: Logger;
   metrics?: InferenceMetrics;
 }
@@ -111,9 +105,7 @@ export class AmqpIngress {
     try {
       reply = await this.process(msg);
     } catch (err) {
-      const a = errorAnswer(err);
-      if (a.code === 'INTERNAL' && !(err instanceof MeshError)) this.deps.log.error({ err }, 'internal error');
-      this.deps.metrics?.errorAnswered(a.code, 'amqp');
+      const a = answerError(err, 'amqp', this.deps);
       reply = { error: a.body.error, code: a.code, status: a.status };
     }
     try {
@@ -145,29 +137,24 @@ export class AmqpIngress {
     if (rawVersion !== undefined && typeof rawVersion !== 'string' && typeof rawVersion !== 'number') {
       throw new MeshError('INVALID_ARGUMENT', "'version' must be a version number (string or integer)");
     }
-    d.auth.check(headerText(msg.properties.headers?.[AUTHORIZATION_HEADER]), name);
-    if (!d.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
-    const version = rawVersion === undefined || rawVersion === '' ? undefined : String(rawVersion);
-    // A version that is not an integer names nothing: the REST route would not match either.
-    if (version !== undefined && !/^[0-9]+$/.test(version)) {
-      throw new MeshError(
-        'MODEL_VERSION_NOT_FOUND',
-        `Request for unknown model: '${name}' version ${version} is not found`,
-      );
-    }
-    const { model, version: v } = resolveModel(d.states, name, version);
-    const parsed = parseInferObject(doc, msg.content.length, model.name, { maxElements: d.maxTensorElements });
-    const validated = validateInfer(parsed, model.config);
-    const res = await d.inference.run(model, v, validated);
-    const outputs = selectOutputs(
-      { model: model.name, version: v, outputs: res.outputs ?? [] },
-      validated.outputs,
-      true,
-    );
+    const authorization = headerText(msg.properties.headers?.[AUTHORIZATION_HEADER]);
+    const {
+      model,
+      version: v,
+      request,
+      result,
+    } = await d.pipeline.infer({
+      model: name,
+      ...(rawVersion !== undefined ? { version: String(rawVersion) } : {}),
+      versionFrom: 'field',
+      ...(authorization !== undefined ? { authorization } : {}),
+      decode: (m) => parseInferObject(doc, msg.content.length, m.name, { maxElements: d.maxTensorElements }),
+    });
+    const outputs = selectOutputs(result, request.outputs, true);
     return {
       model_name: model.name,
       model_version: v,
-      ...(validated.clientId !== undefined ? { id: validated.clientId } : {}),
+      ...(request.clientId !== undefined ? { id: request.clientId } : {}),
       outputs: outputs.map(({ tensor: t }) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data })),
     };
   }

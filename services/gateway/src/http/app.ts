@@ -2,27 +2,20 @@ import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Authorizer, Principal } from '../auth.js';
-import { encodeInferResponse, parseInferBody, validateInfer } from '../infer/index.js';
+import { encodeInferResponse, parseInferBody } from '../infer/index.js';
 import { MSG } from '../infer/messages.js';
-import type { Inference } from '../inference.js';
-import type { ModelStates } from '../model-states.js';
-import { canonicalVersion, resolveModel } from '../resolve-model.js';
+import { answerError } from '../pipeline/error-answer.js';
+import type { InferPipeline } from '../pipeline/infer-pipeline.js';
+import type { MeshQueries } from '../pipeline/queries.js';
 import { compress, decodeBody, parseHeaderLength, responseCompression } from './encoding.js';
-import { errorAnswer } from './errors.js';
-import { modelConfigJson } from './model-config-json.js';
-import { modelMetadata } from './model-metadata.js';
 
 export interface AppDeps {
-  states: ModelStates;
-  inference: Inference;
-  auth: Authorizer;
+  pipeline: InferPipeline;
+  queries: MeshQueries;
   /** Largest request body, before and after decompression (Triton's --http-max-input-size). */
   maxBodyBytes: number;
   /** Most elements one input tensor may declare. */
   maxTensorElements: number;
-  /** Whether the mesh can take requests now (broker connected, not stopping). */
-  isReady: () => boolean;
   metrics?: InferenceMetrics;
   /** Where internal errors are logged (never sent to clients). */
   log?: Logger;
@@ -70,7 +63,7 @@ interface RouteInfo {
  * instance before it listens; the server metadata picks them up.
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const { states, auth } = deps;
+  const { queries } = deps;
   const app = Fastify({
     logger: false,
     bodyLimit: deps.maxBodyBytes,
@@ -100,14 +93,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
   const sendError = (reply: FastifyReply, err: unknown): FastifyReply => {
-    const a = errorAnswer(err);
-    if (a.code === 'INTERNAL' && !(err instanceof MeshError)) deps.log?.error({ err }, 'internal error');
-    deps.metrics?.errorAnswered(a.code, 'http');
+    const a = answerError(err, 'http', deps);
     return reply.code(a.status).headers(a.headers).type('application/json').send(a.body);
   };
   const authHeader = (req: FastifyRequest) => req.headers.authorization;
-
-  const resolve = (p: ModelParams) => resolveModel(states, p.model, p.version);
+  const ref = (p: ModelParams) => ({
+    name: p.model,
+    ...(p.version !== undefined ? { version: p.version } : {}),
+    versionFrom: 'path' as const,
+  });
 
   const guarded =
     <P>(handler: (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown> | unknown) =>
@@ -121,12 +115,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   // Health: no key needed (probes), empty bodies.
   app.get('/v2/health/live', (_req, reply) => reply.code(200).send());
-  app.get('/v2/health/ready', (_req, reply) => reply.code(deps.isReady() && states.allReady() ? 200 : 400).send());
+  app.get('/v2/health/ready', (_req, reply) => reply.code(queries.serverReady() ? 200 : 400).send());
 
   app.get(
     '/v2',
     guarded((req, reply) => {
-      auth.check(authHeader(req));
+      queries.authorize(authHeader(req));
       const present = new Set(ALWAYS);
       const hasRoute = (re: RegExp) => routes.some((r) => r.methods.includes('POST') && re.test(r.url));
       if (
@@ -144,55 +138,35 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     }),
   );
 
-  const metadata = guarded<ModelParams>((req, reply) => {
-    auth.check(authHeader(req), req.params.model);
-    const { model, version } = resolve(req.params);
-    const versions =
-      req.params.version === undefined
-        ? [...states.readyVersions(model.name)].sort((a, b) => Number(a) - Number(b))
-        : [version];
-    return reply.send(modelMetadata(model, versions));
-  });
+  const metadata = guarded<ModelParams>((req, reply) => reply.send(queries.metadata(authHeader(req), ref(req.params))));
   app.get('/v2/models/:model', metadata);
   app.get('/v2/models/:model/versions/:version', metadata);
 
   const ready = guarded<ModelParams>((req, reply) => {
-    auth.check(authHeader(req), req.params.model);
-    resolve(req.params);
-    if (!deps.isReady()) throw new MeshError('MODEL_NOT_READY', 'Model version not ready');
+    queries.ready(authHeader(req), ref(req.params));
     return reply.code(200).send();
   });
   app.get('/v2/models/:model/ready', ready);
   app.get('/v2/models/:model/versions/:version/ready', ready);
 
-  const config = guarded<ModelParams>((req, reply) => {
-    auth.check(authHeader(req), req.params.model);
-    const { model } = resolve(req.params);
-    return reply.send(modelConfigJson(model));
-  });
+  const config = guarded<ModelParams>((req, reply) => reply.send(queries.config(authHeader(req), ref(req.params))));
   app.get('/v2/models/:model/config', config);
   app.get('/v2/models/:model/versions/:version/config', config);
 
   const infer = guarded<ModelParams>(async (req, reply) => {
-    auth.check(authHeader(req), req.params.model);
-    if (!deps.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
-    const { model, version } = resolve(req.params);
-    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
-    const headerLength = parseHeaderLength(headerValue(req.headers['inference-header-content-length']));
-    const parsed = parseInferBody(body, headerLength, model.name, { maxElements: deps.maxTensorElements });
-    const validated = validateInfer(parsed, model.config);
-    const res = await deps.inference.run(model, version, validated);
-    const out = encodeInferResponse(
-      {
-        model: model.name,
-        version,
-        ...(validated.clientId !== undefined ? { id: validated.clientId } : {}),
-        outputs: res.outputs ?? [],
+    const { result, request } = await deps.pipeline.infer({
+      model: req.params.model,
+      ...(req.params.version !== undefined ? { version: req.params.version } : {}),
+      versionFrom: 'path',
+      ...(req.headers.authorization !== undefined ? { authorization: req.headers.authorization } : {}),
+      decode: async (model) => {
+        const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
+        const headerLength = parseHeaderLength(headerValue(req.headers['inference-header-content-length']));
+        return parseInferBody(body, headerLength, model.name, { maxElements: deps.maxTensorElements });
       },
-      validated.outputs,
-      validated.binaryDataOutput,
-    );
+    });
+    const out = encodeInferResponse(result, request.outputs, request.binaryDataOutput);
     if (out.headerLength !== undefined) reply.header('inference-header-content-length', out.headerLength);
     const how = responseCompression(req.headers['accept-encoding']);
     if (how) {
@@ -208,38 +182,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.post('/v2/models/:model/versions/:version/infer', infer);
 
   // Statistics: Triton's shape; unknown or not-ready models are 400, as in Triton.
-  const stats = guarded<ModelParams>((req, reply) => {
-    const name = req.params.model;
-    const principal: Principal | undefined = auth.check(authHeader(req), name);
-    const rows: Array<{ model: string; version: string }> = [];
-    const ascending = (m: string) => [...states.readyVersions(m)].sort((a, b) => Number(a) - Number(b));
-    if (name === undefined) {
-      for (const m of states.names()) {
-        if (!auth.canSee(principal, m)) continue;
-        for (const v of ascending(m)) rows.push({ model: m, version: v });
-      }
-    } else {
-      const ready = ascending(name);
-      if (ready.length === 0) throw new MeshError('INVALID_ARGUMENT', `requested model '${name}' is not available`);
-      if (req.params.version === undefined) {
-        for (const v of ready) rows.push({ model: name, version: v });
-      } else {
-        const v = canonicalVersion(req.params.version);
-        if (!ready.includes(v)) {
-          throw new MeshError('INVALID_ARGUMENT', `requested model version is not available for model '${name}'`);
-        }
-        rows.push({ model: name, version: v });
-      }
-    }
-    return reply.send({ model_stats: rows.map((r) => deps.inference.stats.json(r.model, r.version)) });
-  });
+  const stats = guarded<ModelParams>((req, reply) =>
+    reply.send(queries.statistics(authHeader(req), req.params.model, req.params.version, 'path')),
+  );
   app.get('/v2/models/stats', stats);
   app.get('/v2/models/:model/stats', stats);
   app.get('/v2/models/:model/versions/:version/stats', stats);
 
   // Repository index; Triton ignores a repository name here (load/unload refuse one).
   const index = guarded(async (req, reply) => {
-    const principal = auth.check(authHeader(req));
+    queries.authorize(authHeader(req));
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
     let readyOnly = false;
@@ -257,7 +209,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         readyOnly = r;
       }
     }
-    return reply.send(states.index(readyOnly).filter((row) => auth.canSee(principal, row.name)));
+    return reply.send(queries.index(authHeader(req), readyOnly));
   });
   app.post('/v2/repository/index', index);
   app.post('/v2/repository/:repository/index', index);

@@ -9,9 +9,9 @@ import {
   PROTOCOL_VERSION,
   TRITON_MESSAGES,
 } from '@ge-mesh/protocol';
-import type { Admission } from './admission.js';
-import type { ValidatedInfer } from './infer/index.js';
-import type { ReplyRouter } from './reply-router.js';
+import type { Admission } from '../admission.js';
+import type { ValidatedInfer } from '../infer/index.js';
+import type { ReplyRouter } from '../reply-router.js';
 
 /**
  * How long after a request's deadline the gateway answers it with a timeout
@@ -20,12 +20,22 @@ import type { ReplyRouter } from './reply-router.js';
  */
 const DEADLINE_SLACK_MS = 250;
 
+export const CANCELLED_MESSAGE = 'the client cancelled the request';
+
+/** When and how a dispatched request ends early. */
+export interface DispatchOptions {
+  /** Absolute deadline (ms since the epoch); the gateway's request timeout caps it. */
+  readonly deadlineMs?: number;
+  /** Aborted when the caller went away: dropped before publish, or no longer waited for. */
+  readonly signal?: AbortSignal;
+}
+
 /**
  * Hands a validated request to its model's batcher and waits for the one
  * answer. The publish is confirmed before waiting: a request the broker did
  * not take is answered at once with an error, never left hanging.
  */
-export class InferService {
+export class Dispatch {
   constructor(
     private readonly broker: Broker,
     private readonly replies: ReplyRouter,
@@ -34,9 +44,16 @@ export class InferService {
     private readonly admission?: Admission,
   ) {}
 
-  async infer(model: RepositoryModel, version: string, req: ValidatedInfer): Promise<InferResponseMessage> {
+  async send(
+    model: RepositoryModel,
+    version: string,
+    req: ValidatedInfer,
+    opts: DispatchOptions = {},
+  ): Promise<InferResponseMessage> {
     const id = randomUUID();
     const acceptedAt = Date.now();
+    const deadline = Math.min(acceptedAt + this.requestTimeoutMs, opts.deadlineMs ?? Number.POSITIVE_INFINITY);
+    const waitMs = Math.max(0, deadline - acceptedAt);
     const msg: InferRequestMessage = {
       v: PROTOCOL_VERSION,
       id,
@@ -48,14 +65,21 @@ export class InferService {
       batch: req.batch,
       priority: req.priority,
       timeoutUs: req.timeoutUs,
-      deadline: acceptedAt + this.requestTimeoutMs,
+      deadline,
       acceptedAt,
       replyTo: this.replies.queue,
       correlationId: id,
     };
+    const { signal } = opts;
+    throwIfCancelled(signal);
     const leaveQueue = await this.admission?.admit(model.config, id, msg.priority, msg.deadline);
+    // The admission check awaited Redis: the caller may have gone meanwhile.
+    if (signal?.aborted) {
+      await leaveQueue?.();
+      throwIfCancelled(signal);
+    }
     // Wait first, so a reply racing the confirm is not missed.
-    const reply = this.replies.wait(id, this.requestTimeoutMs + DEADLINE_SLACK_MS);
+    const reply = this.replies.wait(id, waitMs + DEADLINE_SLACK_MS);
     const queued = this.broker
       .send(this.broker.topology.requests(model.name), encode(msg), {
         persistent: this.broker.persistent,
@@ -74,9 +98,25 @@ export class InferService {
       // The broker's own text may name queues and hosts: it stays out of the answer.
       throw new MeshError('UNAVAILABLE', 'the request could not be queued; try again');
     }
-    const res = await reply;
+    // Once published the request runs anyway; a cancelled caller just stops being waited for.
+    const res = signal ? await Promise.race([reply, aborted(signal)]) : await reply;
+    if (res === 'aborted') {
+      this.replies.cancel(id);
+      throw new MeshError('CANCELLED', CANCELLED_MESSAGE);
+    }
     if (!res) throw new MeshError('TIMEOUT', TRITON_MESSAGES.timeout);
     if (res.error) throw MeshError.fromWire(res.error);
     return res;
   }
+}
+
+function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new MeshError('CANCELLED', CANCELLED_MESSAGE);
+}
+
+function aborted(signal: AbortSignal): Promise<'aborted'> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve('aborted');
+    else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+  });
 }

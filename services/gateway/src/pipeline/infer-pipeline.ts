@@ -1,9 +1,13 @@
 import type { RepositoryModel } from '@ge-mesh/model-repository';
 import { type InferResponseMessage, MeshError } from '@ge-mesh/protocol';
 import type { FailureReason, InferenceMetrics } from '@ge-mesh/telemetry/metrics';
-import type { ValidatedInfer } from './infer/index.js';
-import type { InferService } from './infer-service.js';
-import type { InferenceStats } from './stats/inference-stats.js';
+import type { Authorizer } from '../auth.js';
+import type { InferResult, ParsedInfer, ValidatedInfer } from '../infer/index.js';
+import { validateInfer } from '../infer/index.js';
+import type { ModelStates } from '../model-states.js';
+import { resolveModel, resolveNamedModel } from '../resolve-model.js';
+import type { InferenceStats } from '../stats/inference-stats.js';
+import type { Dispatch } from './dispatch.js';
 
 /** Triton's failure reasons for the mesh's error codes. */
 export function failureReason(err: unknown): FailureReason {
@@ -13,34 +17,113 @@ export function failureReason(err: unknown): FailureReason {
   return 'OTHER';
 }
 
+/** One inference request as an ingress decoded it, before anything was checked. */
+export interface InferCall {
+  readonly model: string;
+  /** The version the client named; undefined = the highest ready one. */
+  readonly version?: string;
+  /**
+   * Where the version came from: a REST path segment (a non-integer is an
+   * unknown route there, 404 "Not Found") or a message field (an unknown version).
+   */
+  readonly versionFrom: 'path' | 'field';
+  /** The `Authorization` value the client sent (header, AMQP header or gRPC metadata). */
+  readonly authorization?: string;
+  /**
+   * Reads the request's tensors and parameters. Called once the model is
+   * known (its name goes into some messages), so a request for an unknown
+   * model or one sent without a valid key is never decoded.
+   */
+  readonly decode: (model: RepositoryModel) => ParsedInfer | Promise<ParsedInfer>;
+  /** Absolute deadline (ms since the epoch) the client asked for; the gateway's timeout caps it. */
+  readonly deadlineMs?: number;
+  /** Aborted when the client went away. */
+  readonly signal?: AbortSignal;
+}
+
+/** What a successful call returns: enough for any ingress to encode its answer. */
+export interface InferOutcome {
+  readonly model: RepositoryModel;
+  readonly version: string;
+  readonly request: ValidatedInfer;
+  /** The worker's outputs, with the ids ingresses echo. */
+  readonly result: InferResult;
+}
+
+export interface PipelineDeps {
+  readonly states: ModelStates;
+  readonly auth: Authorizer;
+  readonly dispatch: Dispatch;
+  readonly stats: InferenceStats;
+  /** Whether the mesh can take requests now (broker connected, Redis up, not stopping). */
+  readonly isReady: () => boolean;
+  readonly metrics?: InferenceMetrics;
+}
+
 /**
- * Runs validated requests through the mesh, for REST and AMQP alike, and
- * keeps the books: statistics and metrics per request (end-to-end time here,
- * queue and compute times from the worker's reply), per execution from every
- * reply the gateway receives, and the pending gauge while a request is out.
- * Requests refused before this point (bad input, auth, limits) are not
- * inference requests for Triton's statistics and are not counted here.
+ * The one inference path of the gateway, shared by REST, AMQP and gRPC:
+ * auth, readiness, model and version, decoding, validation against the model
+ * config, admission, publish, the reply wait, statistics and metrics. Every
+ * failure is a MeshError with a stable code; each ingress only decodes its
+ * request into an InferCall and encodes the outcome or the error.
+ *
+ * Statistics and metrics count requests from the point they are dispatched:
+ * requests refused before (bad input, auth, limits) are not inference
+ * requests for Triton's statistics.
  */
-export class Inference {
-  constructor(
-    private readonly service: InferService,
-    readonly stats: InferenceStats,
-    private readonly metrics?: InferenceMetrics,
-  ) {}
+export class InferPipeline {
+  constructor(private readonly deps: PipelineDeps) {}
+
+  get stats(): InferenceStats {
+    return this.deps.stats;
+  }
 
   /** Give to the reply router: sees every reply, late ones included, to count executions once. */
   readonly observeReply = (res: InferResponseMessage): void => {
     const t = res.timings;
-    if (t && this.stats.executionReported(res.model, res.version, t)) {
-      this.metrics?.executed(res.model, res.version, t.batchRows);
+    if (t && this.deps.stats.executionReported(res.model, res.version, t)) {
+      this.deps.metrics?.executed(res.model, res.version, t.batchRows);
     }
   };
 
-  async run(model: RepositoryModel, version: string, req: ValidatedInfer): Promise<InferResponseMessage> {
+  async infer(call: InferCall): Promise<InferOutcome> {
+    const { states, auth } = this.deps;
+    auth.check(call.authorization, call.model);
+    if (!this.deps.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
+    const { model, version } =
+      call.versionFrom === 'path'
+        ? resolveModel(states, call.model, call.version)
+        : resolveNamedModel(states, call.model, call.version);
+    const parsed = await call.decode(model);
+    const request = validateInfer(parsed, model.config);
+    const res = await this.run(model, version, request, call);
+    return {
+      model,
+      version,
+      request,
+      result: {
+        model: model.name,
+        version,
+        ...(request.clientId !== undefined ? { id: request.clientId } : {}),
+        outputs: res.outputs ?? [],
+      },
+    };
+  }
+
+  private async run(
+    model: RepositoryModel,
+    version: string,
+    req: ValidatedInfer,
+    call: InferCall,
+  ): Promise<InferResponseMessage> {
+    const { stats, metrics } = this.deps;
     const started = process.hrtime.bigint();
-    this.metrics?.pending(model.name, version, 1);
+    metrics?.pending(model.name, version, 1);
     try {
-      const res = await this.service.infer(model, version, req);
+      const res = await this.deps.dispatch.send(model, version, req, {
+        ...(call.deadlineMs !== undefined ? { deadlineMs: call.deadlineMs } : {}),
+        ...(call.signal !== undefined ? { signal: call.signal } : {}),
+      });
       const requestNs = Number(process.hrtime.bigint() - started);
       const t = res.timings;
       const d = {
@@ -50,15 +133,15 @@ export class Inference {
         computeInferNs: t?.computeInferNs ?? 0,
         computeOutputNs: t?.computeOutputNs ?? 0,
       };
-      this.stats.requestSucceeded(model.name, version, req.batch, d);
-      this.metrics?.requestSucceeded(model.name, version, Math.max(1, req.batch), d);
+      stats.requestSucceeded(model.name, version, req.batch, d);
+      metrics?.requestSucceeded(model.name, version, Math.max(1, req.batch), d);
       return res;
     } catch (err) {
-      this.stats.requestFailed(model.name, version, Number(process.hrtime.bigint() - started));
-      this.metrics?.requestFailed(model.name, version, failureReason(err));
+      stats.requestFailed(model.name, version, Number(process.hrtime.bigint() - started));
+      metrics?.requestFailed(model.name, version, failureReason(err));
       throw err;
     } finally {
-      this.metrics?.pending(model.name, version, -1);
+      metrics?.pending(model.name, version, -1);
     }
   }
 }
