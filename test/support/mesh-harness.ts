@@ -55,6 +55,7 @@ export async function startTestMesh(
     namespace,
     modelRepository: opts.modelRepository ?? DEMO_REPOSITORY,
     httpPort: opts.httpPort ?? (await freePort()),
+    ...(opts.grpcPort !== undefined ? { grpcPort: opts.grpcPort } : {}),
     workers: opts.workers ?? 1,
     logLevel: opts.logLevel ?? 'info',
     // Metrics on an ephemeral port: meshes of parallel tests must not fight over 8002.

@@ -11,6 +11,7 @@ const { values } = parseArgs({
   options: {
     workers: { type: 'string', default: process.env.GEMESH_WORKERS ?? '1' },
     'http-port': { type: 'string', default: process.env.GEMESH_HTTP_PORT ?? '8000' },
+    'grpc-port': { type: 'string', default: process.env.GEMESH_GRPC_PORT ?? '8001' },
     'model-repository': { type: 'string', default: process.env.GEMESH_MODEL_REPOSITORY ?? 'infra/model_repository' },
     namespace: { type: 'string', default: process.env.GEMESH_NAMESPACE ?? 'gemesh' },
     'log-level': { type: 'string', default: process.env.GEMESH_LOG_LEVEL ?? 'info' },
@@ -20,6 +21,7 @@ const { values } = parseArgs({
 });
 const workers = Number(values.workers);
 const httpPort = Number(values['http-port']);
+const grpcPort = Number(values['grpc-port']);
 if (!Number.isInteger(workers) || workers < 1)
   throw new Error(`--workers must be a positive integer, got ${values.workers}`);
 
@@ -42,6 +44,7 @@ try {
     namespace: values.namespace,
     modelRepository: values['model-repository'],
     httpPort,
+    grpcPort,
     workers,
     logLevel: values['log-level'],
     flags: { worker: ['--runtime', values.runtime] },
@@ -57,6 +60,7 @@ const url = `http://localhost:${httpPort}`;
 const x = Array.from({ length: 16 }, (_, i) => (i / 16).toFixed(4)).join(',');
 process.stdout.write(`
 GE Mesh is up: ${url}  (KServe v2 REST; ${workers} ${values.runtime === 'ge' ? 'NPU' : 'CPU'} worker${workers > 1 ? 's' : ''})
+               localhost:${grpcPort}  (KServe v2 / Triton gRPC, inference.GRPCInferenceService)
 
 Try it:
   curl -s ${url}/v2/models/tiny

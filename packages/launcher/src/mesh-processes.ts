@@ -40,6 +40,8 @@ export interface MeshOptions {
   namespace: string;
   modelRepository: string;
   httpPort: number;
+  /** The gateway's gRPC port; absent = a free port the system picks (meshes side by side never clash on 8001). */
+  grpcPort?: number;
   workers?: number;
   /** Extra flags per service. */
   flags?: Partial<Record<ServiceName, string[]>>;
@@ -173,7 +175,10 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   const deviceCount = cpu && !workerFlags.includes('--device-count') ? ['--device-count', String(workers)] : [];
   const argsOf = (name: ServiceName): string[] => {
     if (name === 'worker') return [...common, ...workerLogLevel, ...deviceCount, ...workerFlags];
-    if (name === 'gateway') return [...common, '--http-port', String(opts.httpPort), ...(opts.flags?.gateway ?? [])];
+    if (name === 'gateway') {
+      const grpc = ['--grpc-port', String(opts.grpcPort ?? 0)];
+      return [...common, '--http-port', String(opts.httpPort), ...grpc, ...(opts.flags?.gateway ?? [])];
+    }
     return [...common, ...(opts.flags?.batcher ?? [])];
   };
   const wantsRestart = (name: ServiceName, code: number | null): boolean => {

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore, WorkerRegistry } from '@ge-mesh/store';
@@ -11,6 +12,7 @@ import {
 import { Admission } from './admission.js';
 import { AmqpIngress } from './amqp/ingress.js';
 import { AuthConfigError, Authorizer } from './auth.js';
+import { GrpcFrontend } from './grpc/server.js';
 import { buildApp } from './http/app.js';
 import { registerRepositoryRoutes } from './http/repository-routes.js';
 import type { ModelStates } from './model-states.js';
@@ -115,12 +117,51 @@ const ingress = settings.amqpIngress
   : undefined;
 await ingress?.start();
 
-const app = buildApp({ pipeline, queries, ...limits, log, metrics });
+// TLS for both front ends; a key without a certificate (or the reverse) is a configuration error.
+if ((settings.tlsCert === '') !== (settings.tlsKey === '')) {
+  log.fatal('--tls-cert and --tls-key go together');
+  process.exit(1);
+}
+const tls =
+  settings.tlsCert === ''
+    ? undefined
+    : {
+        cert: await readFile(settings.tlsCert),
+        key: await readFile(settings.tlsKey),
+        ...(settings.tlsClientCa !== '' ? { clientCa: await readFile(settings.tlsClientCa) } : {}),
+      };
+
+const grpc = settings.grpc
+  ? new GrpcFrontend({
+      pipeline,
+      queries,
+      control,
+      maxTensorElements: settings.maxTensorElements,
+      maxMessageBytes: settings.grpcMaxMessageBytes,
+      keepaliveTimeMs: settings.grpcKeepaliveTimeMs,
+      keepaliveTimeoutMs: settings.grpcKeepaliveTimeoutMs,
+      ...(tls ? { tls } : {}),
+      log,
+      metrics,
+    })
+  : undefined;
+const grpcPort = await grpc?.listen(settings.grpcHost, settings.grpcPort);
+
+const app = buildApp({
+  pipeline,
+  queries,
+  ...limits,
+  ...(tls ? { https: { cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa } : {}) } } : {}),
+  log,
+  metrics,
+});
 registerRepositoryRoutes(app, { control, maxBodyBytes: settings.maxBodyBytes, log });
 const address = await app.listen({ host: settings.host, port: settings.httpPort });
 log.info(
   {
     address,
+    grpcPort: grpcPort ?? null,
+    tls: tls !== undefined,
     metricsPort: metricsServer?.port ?? null,
     amqpIngress: ingress?.queue ?? null,
     apiKeys: auth.keyCount,
@@ -133,8 +174,7 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info({ signal, pending: replies.pendingCount }, 'stopping');
-  await ingress?.stop();
-  await app.close();
+  await Promise.all([ingress?.stop(), app.close(), grpc?.close(settings.grpcDrainMs)]);
   await metricsServer?.close();
   await broker.close();
   await workerStates.close();

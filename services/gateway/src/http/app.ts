@@ -17,6 +17,8 @@ export interface AppDeps {
   /** Most elements one input tensor may declare. */
   maxTensorElements: number;
   metrics?: InferenceMetrics;
+  /** Serve HTTPS with this certificate; `ca` set = clients must present a certificate it signed. */
+  https?: { cert: Buffer; key: Buffer; ca?: Buffer };
   /** Where internal errors are logged (never sent to clients). */
   log?: Logger;
 }
@@ -46,6 +48,16 @@ const TRITON_ORDER = [
   'logging',
 ];
 
+/** Triton's extension list for a server with (or without) the model_repository extension. */
+export function serverExtensions(modelRepository: boolean): string[] {
+  const present = new Set(ALWAYS);
+  if (modelRepository) {
+    present.add('model_repository');
+    present.add('model_repository(unload_dependents)');
+  }
+  return TRITON_ORDER.filter((e) => present.has(e));
+}
+
 type ModelParams = { model: string; version?: string };
 interface RouteInfo {
   readonly methods: readonly string[];
@@ -64,7 +76,17 @@ interface RouteInfo {
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const { queries } = deps;
+  const https = deps.https;
   const app = Fastify({
+    ...(https
+      ? {
+          https: {
+            cert: https.cert,
+            key: https.key,
+            ...(https.ca ? { ca: https.ca, requestCert: true, rejectUnauthorized: true } : {}),
+          },
+        }
+      : {}),
     logger: false,
     bodyLimit: deps.maxBodyBytes,
     // While closing, requests still get our answers (isReady() is false then), not Fastify's own 503 body.
@@ -121,19 +143,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     '/v2',
     guarded((req, reply) => {
       queries.authorize(authHeader(req));
-      const present = new Set(ALWAYS);
       const hasRoute = (re: RegExp) => routes.some((r) => r.methods.includes('POST') && re.test(r.url));
-      if (
-        hasRoute(/^\/v2\/repository\/models\/:[^/]+\/load$/) &&
-        hasRoute(/^\/v2\/repository\/models\/:[^/]+\/unload$/)
-      ) {
-        present.add('model_repository');
-        present.add('model_repository(unload_dependents)');
-      }
+      const repository =
+        hasRoute(/^\/v2\/repository\/models\/:[^/]+\/load$/) && hasRoute(/^\/v2\/repository\/models\/:[^/]+\/unload$/);
       return reply.send({
         name: SERVER_NAME,
         version: SERVER_VERSION,
-        extensions: TRITON_ORDER.filter((e) => present.has(e)),
+        extensions: serverExtensions(repository),
       });
     }),
   );

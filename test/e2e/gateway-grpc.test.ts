@@ -1,0 +1,344 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
+import { createPrng } from '@ge-mesh/onnx';
+import { GRPC_STATUS as S } from '@ge-mesh/protocol';
+import { request } from 'undici';
+import { bytesElements, f32Bytes, f32Of, GrpcTestClient } from '../support/grpc-client.js';
+import { freePort, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
+import { Reference, toleranceRatio } from '../support/reference.js';
+
+/**
+ * The gateway's gRPC API (inference.GRPCInferenceService and
+ * grpc.health.v1.Health) through the running mesh, with a grpc-js client
+ * built from the project's .proto files: every RPC, outputs equal to an
+ * independent onnxruntime run for raw and typed contents, classification,
+ * streaming with ids matched, Triton's gRPC status codes and messages, API
+ * keys in metadata, deadlines and the `timeout` parameter.
+ */
+const ADMIN = 'admin-key-0123456789abcdef';
+const TINY_ONLY = 'tiny-only-key-0123456789ab';
+const ATOL = 1e-5;
+const RTOL = 1e-4;
+
+type Msg = Record<string, unknown>;
+interface InferResponse {
+  model_name: string;
+  model_version: string;
+  id: string;
+  outputs: Array<{ name: string; datatype: string; shape: number[] }>;
+  raw_output_contents: Buffer[];
+}
+
+function xs(batch: number, seed: number): Float32Array {
+  return createPrng(seed).floats(batch * 16, -1, 1);
+}
+
+function tinyRaw(x: Float32Array, batch: number, extra: Msg = {}): Msg {
+  return {
+    model_name: 'tiny',
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [batch, 16] }],
+    raw_input_contents: [f32Bytes(x)],
+    ...extra,
+  };
+}
+
+describe('end to end: gateway gRPC API', { timeout: 300_000 }, () => {
+  let mesh: TestMesh;
+  let client: GrpcTestClient;
+  const ref = new Reference();
+
+  before(async () => {
+    const grpcPort = await freePort();
+    mesh = await startTestMesh({
+      grpcPort,
+      flags: { gateway: ['--api-keys', `${ADMIN} admin;${TINY_ONLY} models=tiny`] },
+    });
+    client = new GrpcTestClient(`127.0.0.1:${grpcPort}`, ADMIN);
+  });
+  after(async () => {
+    client?.close();
+    await ref.close();
+    await mesh?.teardown();
+  });
+
+  const tinyRef = async (x: Float32Array, batch: number) =>
+    (await ref.run('tiny', [{ name: 'x', dataType: 'FP32', dims: [batch, 16], data: x }])).y?.data as Float32Array;
+
+  it('health: Check and Watch say SERVING; an unknown service is NOT_FOUND', async () => {
+    assert.deepEqual(await client.call('Check', { service: '' }, { service: 'health', key: null }), {
+      status: 'SERVING',
+    });
+    assert.deepEqual(
+      await client.call('Check', { service: 'inference.GRPCInferenceService' }, { service: 'health', key: null }),
+      { status: 'SERVING' },
+    );
+    const [code] = await client.error('Check', { service: 'nope' }, { service: 'health', key: null });
+    assert.equal(code, S.NOT_FOUND);
+    const first = await new Promise<Msg>((resolve, reject) => {
+      const watch = (client.health.Watch as (r: Msg) => NodeJS.EventEmitter & { cancel(): void })({ service: '' });
+      watch.on('data', (m: Msg) => {
+        resolve(m);
+        watch.cancel();
+      });
+      watch.on('error', (err: { code: number }) => {
+        if (err.code !== S.CANCELLED) reject(err);
+      });
+    });
+    assert.deepEqual(first, { status: 'SERVING' });
+  });
+
+  it('server and model metadata, readiness and config', async () => {
+    assert.deepEqual(await client.call('ServerLive', {}, { key: null }), { live: true });
+    assert.deepEqual(await client.call('ServerReady', {}, { key: null }), { ready: true });
+    const meta = await client.call('ServerMetadata', {});
+    assert.equal(meta.name, 'ge-mesh');
+    assert.ok((meta.extensions as string[]).includes('model_repository'));
+    assert.deepEqual(await client.call('ModelReady', { name: 'tiny', version: '' }), { ready: true });
+    assert.deepEqual(await client.call('ModelReady', { name: 'tiny', version: '1' }), { ready: true });
+    assert.deepEqual(await client.call('ModelReady', { name: 'nope', version: '' }), { ready: false });
+    assert.deepEqual(await client.call('ModelMetadata', { name: 'tiny', version: '' }), {
+      name: 'tiny',
+      versions: ['1'],
+      platform: 'onnxruntime_onnx',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 16] }],
+      outputs: [{ name: 'y', datatype: 'FP32', shape: [-1, 4] }],
+    });
+    assert.deepEqual(await client.error('ModelMetadata', { name: 'nope', version: '' }), [
+      S.NOT_FOUND,
+      "Request for unknown model: 'nope' is not found",
+    ]);
+    assert.deepEqual(await client.error('ModelMetadata', { name: 'tiny', version: '7' }), [
+      S.NOT_FOUND,
+      "Request for unknown model: 'tiny' version 7 is not found",
+    ]);
+
+    // ModelConfig: the same content as REST's /config.
+    const { config } = (await client.call('ModelConfig', { name: 'resnet18', version: '' })) as { config: Msg };
+    const rest = (await (
+      await request(`${mesh.url}/v2/models/resnet18/config`, { headers: { authorization: `Bearer ${ADMIN}` } })
+    ).body.json()) as Msg;
+    assert.equal(config.name, rest.name);
+    assert.equal(config.platform, rest.platform);
+    assert.equal(config.backend, rest.backend);
+    assert.equal(config.max_batch_size, rest.max_batch_size);
+    const tensors = (c: Msg, k: string) =>
+      (c[k] as Msg[]).map((t) => [t.name, t.data_type, (t.dims as unknown[]).map(Number)]);
+    assert.deepEqual(tensors(config, 'input'), tensors(rest, 'input'));
+    assert.deepEqual(tensors(config, 'output'), tensors(rest, 'output'));
+    const db = (c: Msg) => c.dynamic_batching as Msg;
+    assert.deepEqual(db(config).preferred_batch_size, db(rest).preferred_batch_size);
+    assert.equal(Number(db(config).max_queue_delay_microseconds), Number(db(rest).max_queue_delay_microseconds));
+    assert.deepEqual(
+      (config.instance_group as Msg[]).map((g) => [g.name, g.kind, g.count]),
+      (rest.instance_group as Msg[]).map((g) => [g.name, g.kind, g.count]),
+    );
+    assert.deepEqual((config.version_policy as Msg).latest, (rest.version_policy as Msg).latest);
+  });
+
+  it('ModelInfer: raw and typed contents equal the reference; requested outputs and classification', async () => {
+    const x = xs(3, 1);
+    const want = await tinyRef(x, 3);
+    const res = await client.call<InferResponse>('ModelInfer', tinyRaw(x, 3, { id: 'r1' }));
+    assert.equal(res.model_name, 'tiny');
+    assert.equal(res.model_version, '1');
+    assert.equal(res.id, 'r1');
+    assert.deepEqual(res.outputs, [{ name: 'y', datatype: 'FP32', shape: [3, 4], parameters: {}, contents: null }]);
+    assert.ok(toleranceRatio(f32Of(res.raw_output_contents[0] as Buffer), want, ATOL, RTOL) <= 1);
+
+    const typed = await client.call<InferResponse>('ModelInfer', {
+      model_name: 'tiny',
+      model_version: '1',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [3, 16], contents: { fp32_contents: Array.from(x) } }],
+      outputs: [{ name: 'y' }],
+    });
+    assert.ok(toleranceRatio(f32Of(typed.raw_output_contents[0] as Buffer), want, ATOL, RTOL) <= 1);
+
+    // Top-2 classes per row, "value:index" as Triton prints them.
+    const cls = await client.call<InferResponse>(
+      'ModelInfer',
+      tinyRaw(x, 3, { outputs: [{ name: 'y', parameters: { classification: { int64_param: 2 } } }] }),
+    );
+    assert.deepEqual(cls.outputs[0]?.datatype, 'BYTES');
+    assert.deepEqual(cls.outputs[0]?.shape, [3, 2]);
+    const got = bytesElements(cls.raw_output_contents[0] as Buffer);
+    for (let row = 0; row < 3; row++) {
+      const values = Array.from(want.subarray(row * 4, row * 4 + 4));
+      const order = values.map((_, i) => i).sort((a, b) => (values[b] as number) - (values[a] as number));
+      assert.deepEqual(
+        got.slice(row * 2, row * 2 + 2).map((s) => Number(s.split(':')[1])),
+        order.slice(0, 2),
+      );
+    }
+
+    // INT64 typed contents (text_encoder) against the reference.
+    const te = sampleInputs(demoModel('text_encoder'), 2, 7);
+    const teRef = await ref.run('text_encoder', te);
+    const teRes = await client.call<InferResponse>('ModelInfer', {
+      model_name: 'text_encoder',
+      inputs: te.map((t) => ({
+        name: t.name,
+        datatype: t.dataType,
+        shape: [...t.dims],
+        contents: { int64_contents: Array.from(t.data as BigInt64Array, Number) },
+      })),
+      outputs: [{ name: 'pooled' }],
+    });
+    assert.deepEqual(teRes.outputs[0]?.shape, [2, 64]);
+    assert.ok(
+      toleranceRatio(f32Of(teRes.raw_output_contents[0] as Buffer), teRef.pooled?.data as Float32Array, ATOL, RTOL) <=
+        1,
+    );
+  });
+
+  it("errors: Triton's gRPC status and message", async () => {
+    const x = xs(1, 2);
+    assert.deepEqual(
+      await client.error('ModelInfer', {
+        model_name: 'tiny',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 8] }],
+        raw_input_contents: [f32Bytes(x.subarray(0, 8))],
+      }),
+      [
+        S.INVALID_ARGUMENT,
+        "unexpected shape for input 'x' for model 'tiny'. Expected [-1,16], got [1,8]. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.",
+      ],
+    );
+    assert.deepEqual(await client.error('ModelInfer', tinyRaw(xs(9, 3), 9)), [
+      S.INVALID_ARGUMENT,
+      "inference request batch-size must be <= 8 for 'tiny'",
+    ]);
+    assert.deepEqual(await client.error('ModelInfer', { ...tinyRaw(x, 1), model_name: 'nope' }), [
+      S.NOT_FOUND,
+      "Request for unknown model: 'nope' is not found",
+    ]);
+    assert.deepEqual(
+      await client.error('ModelInfer', tinyRaw(x, 1, { raw_input_contents: [f32Bytes(x), f32Bytes(x)] })),
+      [S.INVALID_ARGUMENT, 'expected 1 inputs but got 2 raw input contents'],
+    );
+    assert.deepEqual(
+      await client.error('ModelInfer', tinyRaw(x, 1, { parameters: { triton_x: { bool_param: true } } })),
+      [
+        S.INVALID_ARGUMENT,
+        "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+      ],
+    );
+    // API keys in metadata.
+    const [code401, msg401] = await client.error('ModelInfer', tinyRaw(x, 1), { key: null });
+    assert.equal(code401, S.UNAUTHENTICATED);
+    assert.match(msg401, /a valid API key is required/);
+    assert.deepEqual(await client.error('ModelMetadata', { name: 'resnet18', version: '' }, { key: TINY_ONLY }), [
+      S.PERMISSION_DENIED,
+      "this API key may not use model 'resnet18'",
+    ]);
+    assert.deepEqual(await client.error('RepositoryModelUnload', { model_name: 'tiny' }, { key: TINY_ONLY }), [
+      S.PERMISSION_DENIED,
+      'this API key may not change the repository',
+    ]);
+    await client.call('ModelInfer', tinyRaw(x, 1), { key: TINY_ONLY });
+    // The `timeout` parameter is the request's deadline: 1 µs has passed before any hop runs it.
+    assert.deepEqual(await client.error('ModelInfer', tinyRaw(x, 1, { parameters: { timeout: { int64_param: 1 } } })), [
+      S.UNAVAILABLE,
+      'Request timeout expired',
+    ]);
+    // A deadline the call cannot meet ends it with the client's DEADLINE_EXCEEDED.
+    const [late] = await client.error('ModelInfer', tinyRaw(x, 1), { deadline: new Date(Date.now() + 1) });
+    assert.equal(late, S.DEADLINE_EXCEEDED);
+    // Features the mesh does not have, with Triton's status and text.
+    assert.deepEqual(await client.error('CudaSharedMemoryRegister', { name: 'r', byte_size: 4 }), [
+      S.INVALID_ARGUMENT,
+      "failed to register CUDA shared memory region: 'r', GPUs not supported",
+    ]);
+    assert.equal(
+      (await client.error('SystemSharedMemoryRegister', { name: 'r', key: '/k', byte_size: 4 }))[0],
+      S.UNIMPLEMENTED,
+    );
+    assert.deepEqual(await client.call('SystemSharedMemoryStatus', {}), { regions: {} });
+    assert.deepEqual(await client.call('CudaSharedMemoryUnregister', { name: '' }), {});
+    assert.deepEqual(await client.error('TraceSetting', {}), [S.UNAVAILABLE, 'the server does not support tracing']);
+    assert.deepEqual(await client.error('LogSettings', {}), [S.UNAVAILABLE, 'the server does not support logging']);
+    assert.deepEqual(await client.error('RepositoryModelUnload', { model_name: 'nope' }), [
+      S.INVALID_ARGUMENT,
+      "failed to unload 'nope', no model of that name is known",
+    ]);
+  });
+
+  it('ModelStreamInfer: 400 requests, 64 in flight, each answered once with its id; errors on the stream', async () => {
+    const total = 400;
+    const window = 64;
+    const inputs = Array.from({ length: total }, (_, i) => xs(1 + (i % 4), 100 + i));
+    const stream = (
+      client.inference.ModelStreamInfer as (md: unknown) => NodeJS.EventEmitter & {
+        write(m: Msg): void;
+        end(): void;
+      }
+    )(client.metadata());
+    const answers = new Map<string, Msg>();
+    let sent = 0;
+    const sendNext = () => {
+      if (sent < total) {
+        const i = sent++;
+        const x = inputs[i] as Float32Array;
+        stream.write(tinyRaw(x, x.length / 16, { id: `s${i}` }));
+      } else if (sent === total) {
+        sent++;
+        // One bad request: answered on the stream, the stream goes on.
+        stream.write({ model_name: 'tiny', id: 'bad', inputs: [{ name: 'q', datatype: 'FP32', shape: [1, 16] }] });
+        stream.end();
+      }
+    };
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on('data', (m: Msg) => {
+        const r = m.infer_response as InferResponse;
+        assert.ok(!answers.has(r.id), `a second answer for ${r.id}`);
+        answers.set(r.id, m);
+        sendNext();
+      });
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    for (let i = 0; i < window; i++) sendNext();
+    await done;
+    assert.equal(answers.size, total + 1);
+    const bad = answers.get('bad') as Msg;
+    assert.match(String(bad.error_message), /unexpected inference input 'q' for model 'tiny'|expected 1 inputs/);
+    for (let i = 0; i < total; i += 37) {
+      const m = answers.get(`s${i}`) as Msg;
+      assert.equal(m.error_message, '');
+      const x = inputs[i] as Float32Array;
+      const want = await tinyRef(x, x.length / 16);
+      const r = m.infer_response as InferResponse;
+      assert.ok(toleranceRatio(f32Of(r.raw_output_contents[0] as Buffer), want, ATOL, RTOL) <= 1);
+    }
+  });
+
+  it('statistics, repository index and load', async () => {
+    const stats = (await client.call('ModelStatistics', { name: 'tiny', version: '' })) as {
+      model_stats: Array<{ name: string; version: string; inference_count: number; inference_stats: Msg }>;
+    };
+    assert.equal(stats.model_stats.length, 1);
+    const s = stats.model_stats[0];
+    assert.equal(s?.name, 'tiny');
+    assert.ok((s?.inference_count ?? 0) >= 400);
+    const rest = (await (
+      await request(`${mesh.url}/v2/models/tiny/stats`, { headers: { authorization: `Bearer ${ADMIN}` } })
+    ).body.json()) as { model_stats: Array<{ inference_count: number }> };
+    assert.equal(s?.inference_count, rest.model_stats[0]?.inference_count);
+    const all = (await client.call('ModelStatistics', { name: '', version: '' })) as { model_stats: Msg[] };
+    assert.deepEqual(all.model_stats.map((m) => m.name).sort(), ['ocr_cls', 'resnet18', 'text_encoder', 'tiny']);
+    assert.deepEqual(await client.error('ModelStatistics', { name: 'nope', version: '' }), [
+      S.INVALID_ARGUMENT,
+      "requested model 'nope' is not available",
+    ]);
+    const index = (await client.call('RepositoryIndex', { ready: true })) as { models: Msg[] };
+    assert.deepEqual(
+      index.models.find((m) => m.name === 'tiny'),
+      { name: 'tiny', version: '1', state: 'READY', reason: '' },
+    );
+    assert.deepEqual(await client.call('RepositoryModelLoad', { model_name: 'tiny' }), {});
+    assert.deepEqual(await client.error('RepositoryModelLoad', { model_name: 'tiny', repository_name: 'r' }), [
+      S.INVALID_ARGUMENT,
+      "'repository_name' specification is not supported",
+    ]);
+  });
+});
