@@ -11,6 +11,7 @@ export const SETUP = {
   naive: 'naive server (ort, no batching)',
   mesh: 'GE Mesh (ort, 1 CPU worker)',
   meshDurable: 'GE Mesh (ort, 1 CPU worker, --durability durable)',
+  meshGrpc: 'GE Mesh over gRPC (ort, 1 CPU worker, ModelInfer)',
   echoFast: 'RabbitMQ round trip only (fast: classic queue, transient)',
   echoDurable: 'RabbitMQ round trip only (durable: quorum queue, persistent)',
   naiveSim: 'naive server, 1 simulated NPU (8 lanes)',

@@ -26,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { ROOT, waitForHttp } from '@ge-mesh/launcher';
 import {
   breakdown,
+  grpcTarget,
   httpTarget,
   type InferenceStatsSnapshot,
   type LevelResult,
@@ -49,7 +50,14 @@ import { type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
 import { type SimModel, writeSimRepository } from './sim-models.js';
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    // `--only grpc`: just the mesh's gRPC row at c=4, printed, no report (a quick check of that path).
+    only: { type: 'string' },
+  },
+});
 const QUICK = values.quick;
 const WINDOW_MS = QUICK ? 1500 : 3000;
 const MAX_TRIALS = QUICK ? 3 : 5;
@@ -118,6 +126,8 @@ interface SweepSpec {
   withStats: boolean;
   mode?: 'concurrency' | 'rate';
   windowMs?: number;
+  /** host:port of the gateway's gRPC server: the sweep goes over gRPC (ModelInfer) instead of HTTP. */
+  grpcUrl?: string;
 }
 
 /** A loadgen sweep over HTTP, metered: the processes' CPU over the whole sweep, per answered request. */
@@ -132,7 +142,11 @@ async function meteredSweep(s: SweepSpec, scenario: string, procs: Proc[]): Prom
     binary: true,
     connections,
   });
-  const c = counted(target.send);
+  // Over gRPC the requests take the gRPC target; the HTTP pool still reads the statistics.
+  const grpc = s.grpcUrl
+    ? await grpcTarget({ grpcUrl: s.grpcUrl, url: s.url, model: s.model, batch: 1, inputData: 'random' })
+    : undefined;
+  const c = counted(grpc?.send ?? target.send);
   const meter = new ScenarioMeter(scenario, procs);
   try {
     return await sweep({
@@ -154,6 +168,7 @@ async function meteredSweep(s: SweepSpec, scenario: string, procs: Proc[]): Prom
     const rows = meter.finish(c.answered());
     data.usage.push(...rows);
     log(`${scenario}: ${rows[0]?.allCpuMsPerRequest.toFixed(3) ?? '–'} CPU ms per request, all processes`);
+    await grpc?.close();
     await target.close();
   }
 }
@@ -221,7 +236,9 @@ async function naiveServers(): Promise<void> {
 async function meshDefault(): Promise<void> {
   const models = Object.keys(PLAN).join(',');
   log('mesh: starting (default durability)');
+  const grpcPort = await freePort();
   const mesh = await startTestMesh({
+    grpcPort,
     workers: 1,
     logLevel: 'warn',
     flags: { worker: ['--models', models], batcher: ['--models', models] },
@@ -235,6 +252,7 @@ async function meshDefault(): Promise<void> {
         results: await meteredSweep(spec, `mesh ${name}`, meshProcs(mesh)),
       });
     }
+    await meshGrpc(mesh, `127.0.0.1:${grpcPort}`);
     const scenario = `mesh ${RATE.model} at ${RATE.perSec} req/s`;
     const spec = { url: mesh.url, model: RATE.model, levels: [RATE.perSec], label: 'mesh-rate', withStats: true };
     const [result] = await meteredSweep({ ...spec, mode: 'rate' }, scenario, meshProcs(mesh));
@@ -246,6 +264,16 @@ async function meshDefault(): Promise<void> {
   } finally {
     await mesh.teardown();
   }
+}
+
+/** (c'') tiny over the gateway's gRPC API, the same levels as its HTTP row. */
+async function meshGrpc(mesh: TestMesh, grpcUrl: string, levels = PLAN.tiny.levels): Promise<void> {
+  const spec = { url: mesh.url, model: 'tiny', levels, label: 'mesh-grpc', withStats: true, grpcUrl };
+  data.sweeps.push({
+    model: 'tiny',
+    setup: SETUP.meshGrpc,
+    results: await meteredSweep(spec, 'mesh tiny, gRPC', meshProcs(mesh)),
+  });
 }
 
 function cpuOf(scenario: string): { cpuMsPerRequest?: number } {
@@ -399,6 +427,24 @@ async function scaling(): Promise<void> {
       `scaling ×${r.devices}: ${r.result?.inferPerSec.toFixed(1) ?? '–'} infer/s, efficiency ${r.efficiency?.toFixed(2) ?? '–'}`,
     );
   }
+}
+
+if (values.only === 'grpc') {
+  const grpcPort = await freePort();
+  const mesh = await startTestMesh({
+    grpcPort,
+    workers: 1,
+    logLevel: 'warn',
+    models: ['tiny'],
+    flags: { worker: ['--models', 'tiny'], batcher: ['--models', 'tiny'] },
+  });
+  try {
+    await meshGrpc(mesh, `127.0.0.1:${grpcPort}`, [4]);
+  } finally {
+    await mesh.teardown();
+  }
+  process.stdout.write(`${JSON.stringify(data.sweeps.at(-1), null, 2)}\n`);
+  process.exit(0);
 }
 
 log(`benchmark${QUICK ? ' (quick)' : ''}: writing to ${OUT}`);

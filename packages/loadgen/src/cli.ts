@@ -8,6 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { amqpTarget } from './amqp-target.js';
+import { grpcTarget } from './grpc-target.js';
 import { httpTarget } from './kserve-http.js';
 import { lineChartSvg } from './plot.js';
 import { toCsv, toMarkdownTable } from './report.js';
@@ -31,10 +32,12 @@ const HELP = `Usage: ge-mesh-loadgen -m MODEL [options]
   --shape NAME:D1,D2               dims for variable inputs (repeatable)
   --json-data                      send JSON tensors instead of the binary extension
   -H, --header K:V                 extra HTTP header (repeatable), e.g. "Authorization: Bearer t"
-  -i, --protocol http|amqp         KServe v2 over HTTP (default) or the mesh's AMQP ingress
+  -i, --protocol http|grpc|amqp    KServe v2 over HTTP (default), over gRPC, or the mesh's AMQP ingress
+  --grpc-url HOST:PORT             for -i grpc (default localhost:8001)
+  --streaming                      for -i grpc: one ModelStreamInfer stream instead of ModelInfer calls
   --rabbitmq-url URL               for -i amqp (default amqp://guest:guest@127.0.0.1:5672)
   --namespace NS                   for -i amqp: the mesh's namespace (default gemesh)
-  --api-key KEY                    for -i amqp: the producer's API key
+  --api-key KEY                    for -i amqp and -i grpc: the client's API key
   -f, --csv PATH                   perf_analyzer-style CSV
   --json PATH                      every figure as JSON
   --plot PATH.svg                  latency/throughput chart
@@ -72,6 +75,8 @@ const { values } = parseArgs({
     'json-data': { type: 'boolean', default: false },
     header: { type: 'string', short: 'H', multiple: true },
     protocol: { type: 'string', short: 'i', default: 'http' },
+    'grpc-url': { type: 'string', default: 'localhost:8001' },
+    streaming: { type: 'boolean', default: false },
     'rabbitmq-url': { type: 'string', default: 'amqp://guest:guest@127.0.0.1:5672' },
     namespace: { type: 'string', default: 'gemesh' },
     'api-key': { type: 'string' },
@@ -118,7 +123,14 @@ const target =
         namespace: values.namespace,
         ...(values['api-key'] ? { apiKey: values['api-key'] } : {}),
       })
-    : await httpTarget({ ...common, binary: !values['json-data'], headers });
+    : values.protocol === 'grpc'
+      ? await grpcTarget({
+          ...common,
+          grpcUrl: values['grpc-url'],
+          streaming: values.streaming,
+          ...(values['api-key'] ? { apiKey: values['api-key'] } : {}),
+        })
+      : await httpTarget({ ...common, binary: !values['json-data'], headers });
 // The server-side breakdown comes from the gateway's HTTP statistics in both cases.
 const statsPool = new Pool(values.url, { connections: 2 });
 process.stderr.write(

@@ -1,6 +1,7 @@
 export * from './amqp-target.js';
 export * from './closed-loop.js';
 export * from './driver.js';
+export * from './grpc-target.js';
 export * from './kserve-http.js';
 export * from './plot.js';
 export * from './report.js';
