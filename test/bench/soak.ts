@@ -292,7 +292,7 @@ function report(r: SoakResult): string {
     '',
     '## Redis at the end',
     '',
-    `The namespace held ${r.redis.keys} keys, ${r.redis.noTtl} of them without a TTL; Redis used_memory ${f1(r.redis.usedMemoryMiB)} MiB. Batch manifests and request claims expire 10 minutes after they are written, so Redis memory grows with the requests of the last 10 minutes and then levels off; keys without a TTL that grow with the requests would be a leak.`,
+    `The namespace held ${r.redis.keys} keys, ${r.redis.noTtl} of them without a TTL; Redis used_memory ${f1(r.redis.usedMemoryMiB)} MiB. Batch manifests and request claims expire 30 s after the last deadline they cover, so Redis holds the requests of the last deadline + 30 s and stays level; keys without a TTL that grow with the requests would be a leak.`,
     '',
     '| key pattern | keys | without TTL | longest TTL left, s |',
     '|---|---|---|---|',
