@@ -183,7 +183,7 @@ describe('docker compose (static)', () => {
     assert.deepEqual(s.rabbitmq?.environment, { RABBITMQ_DEFAULT_USER: 'gemesh', RABBITMQ_DEFAULT_PASS: 'gemesh' });
     assert.ok(s.models?.volumes?.includes('models:/models'));
     assert.equal(s.worker?.environment?.GEMESH_RUNTIME, 'ort');
-    assert.deepEqual(s.gateway?.ports, ['8000:8000', '8002:8002']);
+    assert.deepEqual(s.gateway?.ports, ['8000:8000', '8001:8001', '8002:8002']);
   });
 
   it('lets the workers scale: no fixed name, host port or device id; leases by machine; a drain fits the grace period', () => {
