@@ -1,12 +1,12 @@
 /**
  * Before/after in one run: the mesh of this checkout next to the mesh of
  * another checkout (a `git worktree` of an earlier revision, with its
- * dependencies installed), both on `tiny`, windows interleaved at each load
+ * dependencies installed), both on one model (`tiny` by default), windows interleaved at each load
  * so the machine's noise falls on both alike. Prints and writes latency,
  * throughput and CPU per request (every mesh process, RabbitMQ and Redis).
  *
  *   git worktree add /tmp/base <rev> && (cd /tmp/base && pnpm install --offline)
- *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--rounds 3] [--window 3000]
+ *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--model tiny] [--rounds 3] [--window 3000]
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,6 +19,7 @@ import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
 const { values } = parseArgs({
   options: {
     base: { type: 'string' },
+    model: { type: 'string', default: 'tiny' },
     rounds: { type: 'string', default: '3' },
     window: { type: 'string', default: '3000' },
     out: { type: 'string', default: join(ROOT, 'test/bench/results') },
@@ -36,10 +37,11 @@ interface Side {
   label: string;
   mesh: TestMesh;
 }
+const model = values.model;
 const opts = {
-  models: ['tiny'],
+  models: [model],
   logLevel: 'warn',
-  flags: { batcher: ['--models', 'tiny'], worker: ['--models', 'tiny'] },
+  flags: { batcher: ['--models', model], worker: ['--models', model] },
 };
 const sides: Side[] = [
   { label: 'before', mesh: await base.startTestMesh(opts) },
@@ -48,12 +50,20 @@ const sides: Side[] = [
 const shared = brokerAndRedisPids().map((p) => p.pid);
 
 type Load = { kind: 'concurrency'; concurrency: number } | { kind: 'rate'; perSec: number };
-const LOADS: Array<{ name: string; load: Load }> = [
-  { name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } },
-  { name: '300 req/s', load: { kind: 'rate', perSec: 300 } },
-  { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
-  { name: 'c=64', load: { kind: 'concurrency', concurrency: 64 } },
-];
+// tiny measures the mesh's own cost; a real model (resnet18) is bound by compute and tensor bytes.
+const LOADS: Array<{ name: string; load: Load }> =
+  model === 'tiny'
+    ? [
+        { name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } },
+        { name: '300 req/s', load: { kind: 'rate', perSec: 300 } },
+        { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
+        { name: 'c=64', load: { kind: 'concurrency', concurrency: 64 } },
+      ]
+    : [
+        { name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } },
+        { name: 'c=4', load: { kind: 'concurrency', concurrency: 4 } },
+        { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
+      ];
 
 interface Row {
   load: string;
@@ -72,7 +82,7 @@ try {
       for (const side of sides) {
         const target = await httpTarget({
           url: side.mesh.url,
-          model: 'tiny',
+          model,
           batch: 1,
           inputData: 'random',
           binary: true,
@@ -116,7 +126,7 @@ try {
 }
 
 const lines = [
-  '# Before / after: tiny through the whole mesh, one run, windows interleaved',
+  `# Before / after: ${model} through the whole mesh, one run, windows interleaved`,
   '',
   `${ROUNDS} rounds of ${WINDOW_MS} ms per load and side; CPU = every mesh process + RabbitMQ + Redis.`,
   '',
@@ -128,6 +138,7 @@ const lines = [
   ),
 ];
 await mkdir(values.out, { recursive: true });
-await writeFile(join(values.out, 'before-after.md'), `${lines.join('\n')}\n`);
-await writeFile(join(values.out, 'before-after.json'), `${JSON.stringify(rows, null, 2)}\n`);
+const stem = model === 'tiny' ? 'before-after' : `before-after-${model}`;
+await writeFile(join(values.out, `${stem}.md`), `${lines.join('\n')}\n`);
+await writeFile(join(values.out, `${stem}.json`), `${JSON.stringify(rows, null, 2)}\n`);
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -122,8 +122,46 @@ export function decodeResponses(bytes: Uint8Array): InferResponseMessage[] {
 // Records off: Redis' cmsgpack and non-JS producers read these bodies too.
 const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
 
-export function encode(msg: unknown): Buffer {
-  return packr.pack(msg);
+/** Tensor bytes from which a message gets a buffer of its own (see encode). */
+const OWN_BUFFER_BYTES = 64 * 1024;
+/** Room for everything but the tensor bytes: names, shapes, ids, msgpack headers. */
+const ENVELOPE_BYTES = 16 * 1024;
+
+/**
+ * `tensorBytes`: the tensor (or member body) bytes the message carries, when
+ * the caller knows them. msgpackr packs into one shared buffer that it grows to
+ * four times a message that does not fit, and keeps: every large message then
+ * costs a fresh multi-megabyte allocation, and V8 answers that external memory
+ * with a full GC every few messages (half the batcher's CPU on resnet18). A
+ * large message gets a buffer of its own size instead.
+ */
+export function encode(msg: unknown, tensorBytes = 0): Buffer {
+  if (tensorBytes < OWN_BUFFER_BYTES) return packr.pack(msg);
+  packr.useBuffer(Buffer.allocUnsafeSlow(tensorBytes + ENVELOPE_BYTES));
+  try {
+    return packr.pack(msg);
+  } finally {
+    // Small messages go on in a small shared buffer, not in what is left of this one.
+    packr.useBuffer(Buffer.allocUnsafeSlow(8192));
+  }
+}
+
+/**
+ * Like encode, but the bytes own their ArrayBuffer (from offset 0), so they can
+ * be transferred to another thread without detaching a buffer others share.
+ */
+export function encodeOwned(msg: unknown, tensorBytes = 0): Uint8Array {
+  const b = encode(msg, tensorBytes);
+  return tensorBytes >= OWN_BUFFER_BYTES
+    ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
+    : Uint8Array.prototype.slice.call(b);
+}
+
+/** The bytes of the tensors in a list (a size hint for encode). */
+export function tensorBytes(tensors: readonly { data: Uint8Array }[] | undefined): number {
+  let n = 0;
+  for (const t of tensors ?? []) n += t.data.byteLength;
+  return n;
 }
 
 export function decode<T>(bytes: Uint8Array): T {

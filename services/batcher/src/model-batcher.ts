@@ -459,7 +459,8 @@ export class ModelBatcher {
       formedAt: Date.now(),
     };
     try {
-      await this.broker.send(this.topo.batches(this.model.name), encode(body), {
+      const bytes = members.reduce((n, m) => n + m.item.msg.content.byteLength, 0);
+      await this.broker.send(this.topo.batches(this.model.name), encode(body, bytes), {
         persistent: this.broker.persistent,
         messageId: batchId,
       });

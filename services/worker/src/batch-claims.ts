@@ -49,7 +49,8 @@ export class BatchClaims {
     if (res.members.length === 0) return null;
     const members = res.members.map((i) => batch.members[i] as BatchMessage['members'][number]);
     const rows = members.reduce((n, m) => n + m.rows, 0);
-    return encode({ ...batch, members, rows } satisfies BatchMessage);
+    const bytes = members.reduce((n, m) => n + m.body.byteLength, 0);
+    return encode({ ...batch, members, rows } satisfies BatchMessage, bytes);
   }
 
   /**

@@ -2,11 +2,13 @@ import {
   type BatchMessage,
   decode,
   encode,
+  encodeOwned,
   type InferRequestMessage,
   type InferResponseMessage,
   MeshError,
   PROTOCOL_VERSION,
   TRITON_MESSAGES,
+  tensorBytes,
   versionMismatch,
   type WireError,
 } from '@ge-mesh/protocol';
@@ -127,7 +129,11 @@ function groupByReplyQueue(responses: readonly Response[]): ReplyGroup[] {
   return [...groups].map(([replyTo, msgs]) => ({
     replyTo,
     count: msgs.length,
-    body: Uint8Array.prototype.slice.call(encode(msgs)),
+    // Owns its memory: the lane transfers it to the main thread.
+    body: encodeOwned(
+      msgs,
+      msgs.reduce((n, m) => n + tensorBytes(m.outputs), 0),
+    ),
   }));
 }
 

@@ -8,6 +8,7 @@ import {
   MeshError,
   PROTOCOL_VERSION,
   TRITON_MESSAGES,
+  tensorBytes,
 } from '@ge-mesh/protocol';
 import type { Admission } from '../admission.js';
 import type { ValidatedInfer } from '../infer/index.js';
@@ -81,7 +82,7 @@ export class Dispatch {
     // Wait first, so a reply racing the confirm is not missed.
     const reply = this.replies.wait(id, waitMs + DEADLINE_SLACK_MS);
     const queued = this.broker
-      .send(this.broker.topology.requests(model.name), encode(msg), {
+      .send(this.broker.topology.requests(model.name), encode(msg, tensorBytes(msg.inputs)), {
         persistent: this.broker.persistent,
         messageId: id,
       })
