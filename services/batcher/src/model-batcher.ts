@@ -29,6 +29,8 @@ export interface ModelBatcherOptions {
   /** Batches per live lane that may wait in the batch queue for a lane to free up. */
   stagedBatches: number;
   policy: PolicyName;
+  /** Told of every batch published (metrics). */
+  onBatchPublished?: (tier: number, rows: number) => void;
 }
 
 /** Fallback re-check while waiting for a lane, should a finish notification be missed. */
@@ -146,6 +148,13 @@ export class ModelBatcher {
       if (!this.preserveOrdering && !this.stopping) await this.consume();
     });
     if (this.preserveOrdering) await this.leadOrStandBy();
+  }
+
+  /** Requests held and not batched yet, and when the oldest was accepted (read when metrics are scraped). */
+  pending(): { requests: number; oldestAcceptedAt: number | undefined } {
+    let oldest: number | undefined;
+    for (const p of this.queue.walk()) if (oldest === undefined || p.enqueuedAt < oldest) oldest = p.enqueuedAt;
+    return { requests: this.queue.size, oldestAcceptedAt: oldest };
   }
 
   private connectionLost(): void {
@@ -479,6 +488,7 @@ export class ModelBatcher {
     if (crashPoint.armed('marked')) await marked;
     crashPoint('marked', this.log);
     for (const m of members) this.settle(m.item.msg, 'ack');
+    this.opts.onBatchPublished?.(tier, rows);
     await marked;
     this.log.debug({ model: this.model.name, batchId, tier, rows, requests: members.length }, 'batch published');
   }

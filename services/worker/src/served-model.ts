@@ -21,6 +21,8 @@ export interface ServedModelDeps {
   readonly onChange: () => void;
   /** Called when a consumer channel closes under the model while it is served. */
   readonly onChannelLost: (model: string) => void;
+  /** Told of every batch run: its device, tier and how long it held a lane (metrics). */
+  readonly onBatchRan?: (model: string, device: number, tier: number, laneMs: number) => void;
 }
 
 /** Batches a device's consumer holds per lane: the one running and the next. */
@@ -213,6 +215,7 @@ export class ServedModel {
         }
       }
       if (run) {
+        this.deps.onBatchRan?.(this.name, device, batch.tier, run.laneMs);
         // The batchers plan with each tier's lane time (whole batches only).
         if (body === msg.content) laneMs = run.laneMs;
         // One message per reply queue (a gateway) for the whole batch.
