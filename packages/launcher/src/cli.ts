@@ -48,6 +48,8 @@ try {
     workers,
     logLevel: values['log-level'],
     flags: { worker: ['--runtime', values.runtime] },
+    // Worker i serves metrics on 8004 + i (gateway 8002, batcher 8003: their own defaults).
+    workerMetricsPort: Number(process.env.GEMESH_WORKER_METRICS_PORT ?? 8004),
     restart: 'all',
     signal: starting.signal,
   });

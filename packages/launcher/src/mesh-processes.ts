@@ -43,6 +43,11 @@ export interface MeshOptions {
   /** The gateway's gRPC port; absent = a free port the system picks (meshes side by side never clash on 8001). */
   grpcPort?: number;
   workers?: number;
+  /**
+   * Metrics port of worker-0; worker i serves this + i (the services' own
+   * defaults would put every worker on one port). Absent: the services' settings decide.
+   */
+  workerMetricsPort?: number;
   /** Extra flags per service. */
   flags?: Partial<Record<ServiceName, string[]>>;
   env?: NodeJS.ProcessEnv;
@@ -173,8 +178,13 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   // Workers lease their devices (no ids given). CPU workers split the cores into one device per worker.
   const cpu = !workerFlags.some((f, i) => f === '--runtime' && workerFlags[i + 1] === 'ge');
   const deviceCount = cpu && !workerFlags.includes('--device-count') ? ['--device-count', String(workers)] : [];
-  const argsOf = (name: ServiceName): string[] => {
-    if (name === 'worker') return [...common, ...workerLogLevel, ...deviceCount, ...workerFlags];
+  const argsOf = (name: ServiceName, label: string): string[] => {
+    if (name === 'worker') {
+      const i = Number(label.slice('worker-'.length));
+      const metrics =
+        opts.workerMetricsPort === undefined ? [] : ['--metrics-port', String(opts.workerMetricsPort + i)];
+      return [...common, ...workerLogLevel, ...deviceCount, ...metrics, ...workerFlags];
+    }
     if (name === 'gateway') {
       const grpc = ['--grpc-port', String(opts.grpcPort ?? 0)];
       return [...common, '--http-port', String(opts.httpPort), ...grpc, ...(opts.flags?.gateway ?? [])];
@@ -187,7 +197,7 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   };
   /** Starts a service and keeps it running per the restart scope; one backoff per label. */
   const supervise = (name: ServiceName, label: string, backoff = new Backoff(opts.backoff ?? DEFAULT_BACKOFF)) => {
-    const s = startService(name, label, argsOf(name), opts);
+    const s = startService(name, label, argsOf(name, label), opts);
     const i = services.findIndex((x) => x.name === label);
     if (i >= 0) services[i] = s;
     else services.push(s);

@@ -6,6 +6,7 @@ import { MeshError } from '@ge-mesh/protocol';
 import type { Engine, EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
 import { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
+export { readDeviceMemory } from './device-memory.js';
 export { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
 /**

@@ -152,4 +152,32 @@ export const COMMON_OPTIONS = {
   },
 } as const satisfies SettingsSpec;
 
+/**
+ * The Prometheus endpoint every service serves; `defaultPort` differs per
+ * service so one machine runs the whole mesh with no flag (0 = a free port).
+ */
+export function metricsOptions(defaultPort: number) {
+  return {
+    allowMetrics: {
+      kind: 'boolean',
+      default: true,
+      doc: 'Serve Prometheus metrics on --metrics-port (GEMESH_ALLOW_METRICS=false turns them off).',
+    },
+    metricsHost: {
+      kind: 'string',
+      default: '0.0.0.0',
+      doc: 'Address the metrics server listens on.',
+    },
+    metricsPort: {
+      kind: 'integer',
+      default: defaultPort,
+      doc: `Prometheus metrics port, GET /metrics (default ${defaultPort}); 0 picks a free port.`,
+      schema: Type.Integer({ minimum: 0, maximum: 65535 }),
+    },
+  } as const satisfies SettingsSpec;
+}
+
+/** Default metrics ports: the gateway's is Triton's; the others follow it. */
+export const METRICS_PORTS = { gateway: 8002, batcher: 8003, worker: 8004 } as const;
+
 export { Type };

@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Why a request failed, as Triton labels `nv_inference_request_failure`. */
@@ -177,71 +175,7 @@ export class InferenceMetrics {
   }
 }
 
-/** A dependency's connection, as the service sees it. */
-export interface ConnectionState {
-  readonly connected: boolean;
-  readonly reconnects: number;
-}
-
-/**
- * Connection health of a service's dependencies (`broker`, `redis`), read
- * when scraped: 1/0 connected, and reconnections since the service started.
- */
-export function registerConnectionMetrics(registry: Registry, deps: Record<string, ConnectionState>): void {
-  new Gauge({
-    name: 'gemesh_dependency_connected',
-    help: 'Whether the service is connected to the dependency (1) or reconnecting (0).',
-    labelNames: ['dependency'],
-    registers: [registry],
-    collect() {
-      for (const [dependency, d] of Object.entries(deps)) this.set({ dependency }, d.connected ? 1 : 0);
-    },
-  });
-  const seen = new Map<string, number>();
-  new Counter({
-    name: 'gemesh_dependency_reconnects_total',
-    help: 'Reconnections to the dependency since the service started.',
-    labelNames: ['dependency'],
-    registers: [registry],
-    collect() {
-      for (const [dependency, d] of Object.entries(deps)) {
-        this.inc({ dependency }, d.reconnects - (seen.get(dependency) ?? 0));
-        seen.set(dependency, d.reconnects);
-      }
-    },
-  });
-}
-
-export interface MetricsServer {
-  readonly port: number;
-  close(): Promise<void>;
-}
-
-/**
- * Serves a registry in Prometheus text format on `GET /metrics` (and
- * `/metrics/`), as Triton does on its metrics port; anything else is 404.
- */
-export async function serveMetrics(registry: Registry, host: string, port: number): Promise<MetricsServer> {
-  const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0];
-    if (req.method !== 'GET' || (path !== '/metrics' && path !== '/metrics/')) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found\n');
-      return;
-    }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-      () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
-    );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+export * from './batcher-metrics.js';
+export * from './connection-metrics.js';
+export * from './metrics-server.js';
+export * from './worker-metrics.js';

@@ -2,6 +2,13 @@ import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
+import {
+  BatcherMetrics,
+  type MetricsServer,
+  type PendingSnapshot,
+  registerConnectionMetrics,
+  serveMetrics,
+} from '@ge-mesh/telemetry/metrics';
 import type { PolicyName } from './batch-policy.js';
 import { ModelBatcher } from './model-batcher.js';
 import { loadBatcherSettings } from './settings.js';
@@ -17,20 +24,35 @@ const models = [...repo.models.values()].filter((m) => !wanted || wanted.has(m.n
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `batcher-${process.pid}`);
 const store = BatchStore.connect(settings.redisUrl, settings.namespace, log);
-const batchers = models.map(
+const metrics = settings.allowMetrics
+  ? new BatcherMetrics(() => batchers.map((b): [string, PendingSnapshot] => [b.model.name, b.pending()]))
+  : undefined;
+const batchers: ModelBatcher[] = models.map(
   (m) =>
     new ModelBatcher(
       m,
       broker,
       store,
       topo,
-      { stagedBatches: settings.stagedBatches, policy: settings.policy as PolicyName },
+      {
+        stagedBatches: settings.stagedBatches,
+        policy: settings.policy as PolicyName,
+        ...(metrics ? { onBatchPublished: (tier, rows) => metrics.batchPublished(m.name, tier, rows) } : {}),
+      },
       log,
     ),
 );
+for (const m of models) metrics?.addModel(m.name, m.config.tiers);
+if (metrics && store.health) registerConnectionMetrics(metrics.registry, { broker, redis: store.health });
+let metricsServer: MetricsServer | undefined;
+if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
 for (const b of batchers) await b.start();
 log.info(
-  { models: models.map((m) => `${m.name} tiers=[${m.config.tiers.join(',')}]`), policy: settings.policy },
+  {
+    models: models.map((m) => `${m.name} tiers=[${m.config.tiers.join(',')}]`),
+    policy: settings.policy,
+    metricsPort: metricsServer?.port ?? null,
+  },
   'batcher ready',
 );
 
@@ -40,6 +62,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal }, 'stopping');
   await Promise.all(batchers.map((b) => b.stop()));
+  await metricsServer?.close();
   await broker.close();
   await store.close();
   process.exit(0);

@@ -1,7 +1,15 @@
-import { COMMON_OPTIONS, loadSettings, type SettingsSpec, Type } from '@ge-mesh/settings';
+import {
+  COMMON_OPTIONS,
+  loadSettings,
+  METRICS_PORTS,
+  metricsOptions,
+  type SettingsSpec,
+  Type,
+} from '@ge-mesh/settings';
 
 export const BATCHER_OPTIONS = {
   ...COMMON_OPTIONS,
+  ...metricsOptions(METRICS_PORTS.batcher),
   models: {
     kind: 'string',
     default: '*',

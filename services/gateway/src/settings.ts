@@ -1,4 +1,11 @@
-import { COMMON_OPTIONS, loadSettings, type SettingsSpec, Type } from '@ge-mesh/settings';
+import {
+  COMMON_OPTIONS,
+  loadSettings,
+  METRICS_PORTS,
+  metricsOptions,
+  type SettingsSpec,
+  Type,
+} from '@ge-mesh/settings';
 
 export const GATEWAY_OPTIONS = {
   ...COMMON_OPTIONS,
@@ -101,22 +108,7 @@ export const GATEWAY_OPTIONS = {
     doc: "A file of API keys, one entry per line in the --api-keys form, '#' comments.",
     schema: Type.String(),
   },
-  allowMetrics: {
-    kind: 'boolean',
-    default: true,
-    doc: 'Serve Prometheus metrics on --metrics-port (GEMESH_ALLOW_METRICS=false turns them off).',
-  },
-  metricsHost: {
-    kind: 'string',
-    default: '0.0.0.0',
-    doc: 'Address the metrics server listens on.',
-  },
-  metricsPort: {
-    kind: 'integer',
-    default: 8002,
-    doc: "Prometheus metrics port, GET /metrics (Triton's default); 0 picks a free port.",
-    schema: Type.Integer({ minimum: 0, maximum: 65535 }),
-  },
+  ...metricsOptions(METRICS_PORTS.gateway),
   amqpIngress: {
     kind: 'boolean',
     default: true,

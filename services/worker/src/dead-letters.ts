@@ -28,6 +28,8 @@ export class DeadLetters {
     private readonly topo: Topology,
     private readonly store: BatchStore,
     private readonly log: Logger,
+    /** Told of every dead letter taken off the queue (metrics). */
+    private readonly counted?: (kind: 'batch' | 'request' | 'unknown', reason: string) => void,
   ) {}
 
   async start(): Promise<void> {
@@ -50,6 +52,8 @@ export class DeadLetters {
     const headers = msg.properties.headers ?? {};
     const queue = String(headers['x-first-death-queue'] ?? '');
     const reason = String(headers['x-first-death-reason'] ?? 'unknown');
+    const kind = this.topo.isBatchQueue(queue) ? 'batch' : this.topo.isRequestQueue(queue) ? 'request' : 'unknown';
+    if (!msg.fields.redelivered) this.counted?.(kind, reason);
     try {
       if (this.topo.isBatchQueue(queue)) await this.failBatch(msg, reason);
       else if (this.topo.isRequestQueue(queue)) await this.failRequest(msg, reason);

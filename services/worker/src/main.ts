@@ -4,6 +4,7 @@ import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
 import { BatchStore, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
 import { createLogger } from '@ge-mesh/telemetry';
+import { type MetricsServer, registerConnectionMetrics, serveMetrics, WorkerMetrics } from '@ge-mesh/telemetry/metrics';
 import { BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
 import { DeadLetters } from './dead-letters.js';
 import { detectDeviceCount, deviceKind, explicitDevices } from './devices.js';
@@ -51,8 +52,9 @@ const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `worker-${i
 const store = BatchStore.connect(settings.redisUrl, settings.namespace, log);
 const registry = new WorkerRegistry(store.redis, settings.namespace);
 const claims = new BatchClaims(store, log);
-const deadLetters = new DeadLetters(broker, topo, store, log);
 const served = new Map<string, ServedModel>();
+const metrics = settings.allowMetrics ? await workerMetrics() : undefined;
+const deadLetters = new DeadLetters(broker, topo, store, log, (kind, reason) => metrics?.deadLettered(kind, reason));
 let devices: number[] = [];
 let state: WorkerState = 'starting';
 let stopping = false;
@@ -120,6 +122,35 @@ function placeable(m: RepositoryModel): boolean {
 const cores = coreBudget(settings.cpuThreads, availableParallelism(), devices.length, deviceCount);
 const lanesOf = (m: RepositoryModel, p: Placement) => p.devices.length * p.lanesPerDevice * m.versions.length;
 
+/** The worker's Prometheus families; device memory is read only from a runtime that has it (ge). */
+async function workerMetrics(): Promise<WorkerMetrics> {
+  const readMemory = settings.runtime === 'ge' ? (await import('@ge-mesh/runtime-ge')).readDeviceMemory : undefined;
+  const m = new WorkerMetrics({
+    *lanes() {
+      for (const s of served.values()) {
+        if (s.state !== 'ready') continue;
+        const lanes = s.placement.lanesPerDevice * s.model.versions.length;
+        for (const device of s.placement.devices) yield { model: s.name, device, lanes };
+      }
+    },
+    deviceMemory() {
+      // Only while every model is ready: a read waits behind a model load (serialised in the bridge).
+      const models = [...served.values()];
+      if (!readMemory || devices.length === 0 || models.length === 0) return [];
+      if (models.some((s) => s.state !== 'ready' && s.state !== 'failed')) return [];
+      if (!models.some((s) => s.state === 'ready')) return [];
+      try {
+        return readMemory(devices);
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'device memory not read');
+        return [];
+      }
+    },
+  });
+  if (store.health) registerConnectionMetrics(m.registry, { broker, redis: store.health });
+  return m;
+}
+
 const deps: ServedModelDeps = {
   broker,
   topo,
@@ -128,6 +159,12 @@ const deps: ServedModelDeps = {
   runtime: settings.runtime,
   runtimeOptions: { geOptions: settings.geOptions },
   onChange: () => presence.changed(),
+  ...(metrics
+    ? {
+        onBatchRan: (model: string, device: number, tier: number, laneMs: number) =>
+          metrics.batchRan(model, device, tier, laneMs),
+      }
+    : {}),
   onChannelLost: (model) => {
     log.fatal({ model }, 'batch channel closed under a served model; stopping');
     void shutdown('channel lost', 1);
@@ -237,6 +274,8 @@ await sub.subscribe(registry.channel);
 
 // Register as starting (the models it will load become wanted), load everything, then report ready.
 const wanted = [...view.values()].filter((m) => placeable(m)).map((m) => m.name);
+let metricsServer: MetricsServer | undefined;
+if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
 await presence.start(wanted);
 await scheduleReconcile();
 if (!stopping) {
@@ -255,6 +294,7 @@ if (!stopping) {
       runtime: settings.runtime,
       devices,
       id,
+      metricsPort: metricsServer?.port ?? null,
     },
     'worker ready',
   );
@@ -284,6 +324,7 @@ async function shutdown(signal: string, code: number): Promise<void> {
   if (devices.length > 0) await presence.release({ id, node: settings.node, kind, devices });
   else presence.stop();
   await sub?.quit().catch(() => undefined);
+  await metricsServer?.close();
   await broker.close();
   await store.close();
   log.info({ drained: drained.every(Boolean) }, 'stopped');
