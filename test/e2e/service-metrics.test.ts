@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { ROOT } from '@ge-mesh/launcher';
+import { skipNative } from '../native/support.js';
 import { tinyVariants } from '../support/batcher-fixtures.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import {
@@ -123,5 +124,39 @@ describe('metrics from every service', { timeout: 180_000 }, () => {
     assert.ok(queried.length > 20, `${queried.length} metric references`);
     const missing = queried.filter((q) => !exposed.has(q.name));
     assert.deepEqual(missing, [], 'metrics the dashboard queries that no service exposes');
+  });
+});
+
+describe('device memory from an NPU worker (ge runtime on the CANN simulator)', {
+  timeout: 120_000,
+  skip: skipNative,
+}, () => {
+  let mesh: TestMesh;
+  let repo: Awaited<ReturnType<typeof tinyVariants>>;
+
+  before(async () => {
+    repo = await tinyVariants({ tiny_ge: 'max_batch_size: 8' });
+    const config = join(repo.dir, 'tiny_ge', 'config.pbtxt');
+    await writeFile(config, (await readFile(config, 'utf8')).replace('backend: "onnxruntime"', 'backend: "npu_ge"'));
+    mesh = await startTestMesh({
+      modelRepository: repo.dir,
+      models: ['tiny_ge'],
+      flags: { worker: ['--runtime', 'ge'] },
+    });
+  });
+  after(async () => {
+    await mesh?.teardown();
+    await repo?.remove();
+  });
+
+  it('reports used and total bytes of its device, used > 0 with the model loaded', async () => {
+    const ready = mesh.lines.find((l) => l.startsWith('[worker-0]') && l.includes('"msg":"worker ready"')) ?? '';
+    const port = Number(/"metricsPort":(\d+)/.exec(ready)?.[1]);
+    const s = parsePrometheusText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+    const device = /"devices":\[(\d+)/.exec(ready)?.[1] ?? '0';
+    const used = sampleValue(s, 'gemesh_device_memory_used_bytes', { device }) ?? 0;
+    const total = sampleValue(s, 'gemesh_device_memory_total_bytes', { device }) ?? 0;
+    assert.ok(total > 0, `total ${total}`);
+    assert.ok(used > 0 && used < total, `used ${used} of ${total}`);
   });
 });
