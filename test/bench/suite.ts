@@ -54,7 +54,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
-    // `--only grpc`: just the mesh's gRPC row at c=4, printed, no report (a quick check of that path).
+    // `--only grpc`: tiny over HTTP and over gRPC on one mesh (c=1, 16, 64; c=4 with --quick), printed, no report.
     only: { type: 'string' },
   },
 });
@@ -438,12 +438,34 @@ if (values.only === 'grpc') {
     models: ['tiny'],
     flags: { worker: ['--models', 'tiny'], batcher: ['--models', 'tiny'] },
   });
+  // HTTP then gRPC on the same mesh at the same levels: the two ingresses side by side.
+  const levels = QUICK ? [4] : [1, 16, 64];
   try {
-    await meshGrpc(mesh, `127.0.0.1:${grpcPort}`, [4]);
+    const spec = { url: mesh.url, model: 'tiny', levels, label: 'mesh', withStats: true };
+    data.sweeps.push({
+      model: 'tiny',
+      setup: SETUP.mesh,
+      results: await meteredSweep(spec, 'mesh tiny', meshProcs(mesh)),
+    });
+    await meshGrpc(mesh, `127.0.0.1:${grpcPort}`, levels);
   } finally {
     await mesh.teardown();
   }
-  process.stdout.write(`${JSON.stringify(data.sweeps.at(-1), null, 2)}\n`);
+  const lines = [
+    '| ingress | concurrency | infer/s | p50 ms | p99 ms | CPU ms per request, all processes |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const [sweepOf, scenario] of [
+    [data.sweeps.at(-2), 'mesh tiny'],
+    [data.sweeps.at(-1), 'mesh tiny, gRPC'],
+  ] as const) {
+    for (const r of sweepOf?.results ?? []) {
+      lines.push(
+        `| ${sweepOf?.setup} | ${r.level} | ${r.inferPerSec.toFixed(0)} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${cpuOf(scenario).cpuMsPerRequest?.toFixed(3) ?? '–'} |`,
+      );
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
   process.exit(0);
 }
 

@@ -155,6 +155,10 @@ describe('batch store (real Redis)', () => {
     await store.redis.del(store.claimKey('T', 't1'));
     assert.deepEqual(await store.startBatch('T1', 'T', ['t1', 't2']), { kind: 'run', members: [0, 1] });
     assert.ok(near(await store.redis.pttl(store.claimKey('T', 't1')), 50_000));
+    // A deadline with a fraction of a millisecond (a `timeout` in µs) still gives whole-ms TTLs.
+    const odd = { ...batch('T2', ['t4'], 'T'), members: [member('t4', inSecs(5) + 0.5)] };
+    assert.deepEqual(await store.createBatch(odd), { ok: true });
+    assert.equal(await store.expireRequest('t5', 'T', 'timeout', { deadline: inSecs(1) + 0.25 }), true);
     // An error marker lives until its request's deadline + 30 s.
     assert.equal(await store.expireRequest('t3', 'T', 'timeout', { deadline: inSecs(1) }), true);
     assert.ok(near(await store.redis.pttl(store.claimKey('T', 't3')), 31_000));

@@ -9,7 +9,7 @@ export class GrpcTestClient {
   readonly health: Client & Record<string, (...args: unknown[]) => unknown>;
 
   constructor(
-    address: string,
+    readonly address: string,
     private readonly apiKey?: string,
     creds: ChannelCredentials = credentials.createInsecure(),
     options: Record<string, unknown> = {},

@@ -163,7 +163,8 @@ export class BatchStore {
       ...queueKeys,
     ];
     // The in-flight entry lapses with the last member's deadline: by then every member was answered or given up.
-    const lapse = b.members.reduce((t, m) => Math.max(t, m.deadline), now + 1_000);
+    // Whole ms: Redis refuses a fractional TTL, and a refused batch would hold up every request behind it.
+    const lapse = Math.ceil(b.members.reduce((t, m) => Math.max(t, m.deadline), now + 1_000));
     const args = [
       b.batchId,
       stateTtl(lapse, now),
@@ -373,5 +374,5 @@ export class BatchStore {
 
 /** TTL of batch state that covers requests up to `deadline`: see STATE_MARGIN_MS. */
 function stateTtl(deadline: number, now: number): number {
-  return Math.max(0, deadline - now) + STATE_MARGIN_MS;
+  return Math.ceil(Math.max(0, deadline - now)) + STATE_MARGIN_MS;
 }

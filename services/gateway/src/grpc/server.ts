@@ -8,6 +8,7 @@ import {
   type ServerDuplexStream,
   type ServerUnaryCall,
   type ServerWritableStream,
+  type ServiceDefinition,
   type ServiceError,
   type sendUnaryData,
   type UntypedServiceImplementation,
@@ -46,6 +47,39 @@ type Unary<Req, Res> = (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData
 type Msg = Record<string, unknown>;
 
 const INFERENCE_SERVICE = 'inference.GRPCInferenceService';
+
+/** A request whose bytes are not a message of its type (see tolerant()). */
+class MalformedRequest {
+  constructor(readonly reason: string) {}
+}
+
+/**
+ * grpc-js answers a request it cannot deserialize with INTERNAL, as if the
+ * server were at fault. These deserializers hand the failure to the handler
+ * instead, which answers INVALID_ARGUMENT: the bytes the client sent are wrong.
+ */
+function tolerant(def: ServiceDefinition): ServiceDefinition {
+  const out: Record<string, ServiceDefinition[string]> = {};
+  for (const [name, method] of Object.entries(def)) {
+    out[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return method.requestDeserialize(bytes);
+        } catch (err) {
+          return new MalformedRequest((err as Error).message);
+        }
+      },
+    };
+  }
+  return out as ServiceDefinition;
+}
+
+function malformed(req: unknown): void {
+  if (req instanceof MalformedRequest) {
+    throw new MeshError('INVALID_ARGUMENT', `the request is not a valid protobuf message: ${req.reason}`);
+  }
+}
 const HEALTH_POLL_MS = 1000;
 
 /**
@@ -69,8 +103,8 @@ export class GrpcFrontend {
       'grpc.keepalive_timeout_ms': deps.keepaliveTimeoutMs,
     });
     const services = loadServices();
-    this.server.addService(services.inference.service, this.inferenceService());
-    this.server.addService(services.health.service, this.healthService());
+    this.server.addService(tolerant(services.inference.service), this.inferenceService());
+    this.server.addService(tolerant(services.health.service), this.healthService());
   }
 
   /** Binds and serves; resolves with the port (useful when asked for port 0). */
@@ -122,7 +156,10 @@ export class GrpcFrontend {
   unary<Req, Res>(fn: (req: Req, auth: string | undefined, call: ServerUnaryCall<Req, Res>) => Promise<Res> | Res) {
     const handler: Unary<Req, Res> = (call, callback) => {
       Promise.resolve()
-        .then(() => fn(call.request, authorization(call.metadata), call))
+        .then(() => {
+          malformed(call.request);
+          return fn(call.request, authorization(call.metadata), call);
+        })
         .then(
           (res) => callback(null, res),
           (err) => callback(this.fail(err)),
@@ -137,6 +174,7 @@ export class GrpcFrontend {
     deadlineMs: number | undefined,
     signal: AbortSignal,
   ) {
+    malformed(req);
     const { pipeline, maxTensorElements } = this.deps;
     const version = req.model_version === '' ? undefined : req.model_version;
     let deadline = deadlineMs;
@@ -316,6 +354,10 @@ export class GrpcFrontend {
         return { status: s };
       }),
       Watch: (call: ServerWritableStream<Msg, Msg>) => {
+        if (call.request instanceof MalformedRequest) {
+          call.emit('error', this.fail(new MeshError('INVALID_ARGUMENT', call.request.reason)));
+          return;
+        }
         const service = String(call.request.service ?? '');
         let last = '';
         const send = () => {

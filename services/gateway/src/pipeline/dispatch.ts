@@ -53,7 +53,10 @@ export class Dispatch {
   ): Promise<InferResponseMessage> {
     const id = randomUUID();
     const acceptedAt = Date.now();
-    const deadline = Math.min(acceptedAt + this.requestTimeoutMs, opts.deadlineMs ?? Number.POSITIVE_INFINITY);
+    // Whole milliseconds: a `timeout` of 1.5 ms must not put a fraction into Redis TTLs downstream.
+    const deadline = Math.ceil(
+      Math.min(acceptedAt + this.requestTimeoutMs, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
+    );
     const waitMs = Math.max(0, deadline - acceptedAt);
     const msg: InferRequestMessage = {
       v: PROTOCOL_VERSION,
