@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepares a checkout to run: pnpm, dependencies, the native bridge (when a
-# C++ toolchain is present) and the demo model repository. Idempotent and
+# Prepares a checkout to run: pnpm, dependencies, the native bridge (its Debian
+# packages installed when root, else skipped with a line saying what to install;
+# see native.sh) and the demo model repository. Idempotent and
 # quick when everything is already in place.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,14 +27,7 @@ else
   pnpm install --frozen-lockfile
 fi
 
-if [ -x native/scripts/build.sh ]; then
-  if command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1; then
-    step "building the native GE bridge"
-    native/scripts/build.sh
-  else
-    echo "cmake/g++ not found: skipping the native GE bridge (the ort runtime does not need it)."
-  fi
-fi
+bash infra/scripts/native.sh
 
 step "generating the demo model repository"
 node --import tsx packages/demo-models/src/cli.ts --out infra/model_repository

@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
-import { ROOT } from '@ge-mesh/launcher';
+import { ROOT, tryItLines } from '@ge-mesh/launcher';
 import { skipNative } from '../native/support.js';
 import { tinyVariants } from '../support/batcher-fixtures.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
@@ -109,6 +109,15 @@ describe('metrics from every service', { timeout: 180_000 }, () => {
         assert.equal(sampleValue(s, 'gemesh_dependency_reconnects_total', { dependency }), 0, `${svc} ${dependency}`);
       }
     }
+  });
+
+  it("the start banner's example uses a model the mesh serves, and its request works", async () => {
+    const lines = await tryItLines(mesh.url);
+    assert.match(lines[0] ?? '', new RegExp(`/v2/models/${MODEL}$`));
+    const body = /-d '(.*)'$/.exec(lines[2] ?? '')?.[1];
+    assert.ok(body, lines.join('\n'));
+    const res = await fetch(`${mesh.url}/v2/models/${MODEL}/infer`, { method: 'POST', body });
+    assert.equal(res.status, 200, await res.text());
   });
 
   it('every metric the shipped Grafana dashboard queries is exposed by some service', async () => {

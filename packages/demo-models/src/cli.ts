@@ -1,17 +1,27 @@
 import { relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { exitWithUsageError, parseCommandLine } from '@ge-mesh/settings';
+import { DEMO_MODELS } from './catalog.js';
 import { DEMO_REPOSITORY_DIR, ensureDemoModels } from './ensure.js';
 
-/** node --import tsx packages/demo-models/src/cli.ts [--out <repository dir>] [--only name,name] */
-const { values } = parseArgs({
-  options: {
-    out: { type: 'string', default: DEMO_REPOSITORY_DIR },
-    only: { type: 'string' },
-  },
+const USAGE = `Usage: npm run models -- [options]   (or: node --import tsx packages/demo-models/src/cli.ts [options])
+
+Writes the demo model repository (config.pbtxt + ONNX files), deterministically, with nothing downloaded;
+files already up to date are left as they are.
+Options:
+  --out DIR          repository to write (default ${relative(process.cwd(), DEMO_REPOSITORY_DIR) || '.'})
+  --only NAME,NAME   only these models (${DEMO_MODELS.map((m) => m.name).join(', ')})
+  -h, --help         this text`;
+
+const values = parseCommandLine('models', USAGE, {
+  help: { type: 'boolean', short: 'h' },
+  out: { type: 'string', default: DEMO_REPOSITORY_DIR },
+  only: { type: 'string' },
 });
 
 const outDir = resolve(values.out);
 const only = values.only?.split(',').filter(Boolean);
+const unknown = only?.filter((n) => !DEMO_MODELS.some((m) => m.name === n)) ?? [];
+if (unknown.length > 0) exitWithUsageError('models', `no demo model named ${unknown.join(', ')}`);
 for (const m of await ensureDemoModels(outDir, only ? { only } : {})) {
   const size = m.bytes >= 1e6 ? `${(m.bytes / 1e6).toFixed(1)} MB` : `${(m.bytes / 1e3).toFixed(1)} kB`;
   const state = m.written ? 'written' : 'unchanged';

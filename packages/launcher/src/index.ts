@@ -1,2 +1,3 @@
 export * from './backoff.js';
 export * from './mesh-processes.js';
+export * from './try-it.js';

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { prettyLogLine } from '@ge-mesh/telemetry';
 import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 
 /**
@@ -87,13 +88,17 @@ export interface RunningMesh {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** Services write JSON lines (their stdout is a pipe); on a terminal the launcher shows them readable. */
+const readable = process.stdout.isTTY ? prettyLogLine(true) : (line: string) => line;
+const printLine = (service: string, line: string) => process.stdout.write(`[${service}] ${readable(line)}\n`);
+
 export function startService(name: ServiceName, label: string, args: string[], opts: MeshOptions): ServiceProcess {
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', SERVICE_ENTRY(name), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const onLine = opts.onLine ?? ((s, l) => process.stdout.write(`[${s}] ${l}\n`));
+  const onLine = opts.onLine ?? printLine;
   for (const stream of [child.stdout, child.stderr]) {
     let rest = '';
     stream?.setEncoding('utf8');
@@ -132,6 +137,9 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
     opts.modelRepository,
     '--log-level',
     opts.logLevel ?? 'info',
+    // The launcher reads readiness from the lines (and prettifies them itself on a terminal).
+    '--log-format',
+    'json',
   ];
   const services: ServiceProcess[] = [];
   let stopping = false;
@@ -146,7 +154,7 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   const allWorkersReady = new Promise<void>((r) => {
     onWorkerReady = r;
   });
-  const userOnLine = opts.onLine ?? ((s: string, l: string) => process.stdout.write(`[${s}] ${l}\n`));
+  const userOnLine = opts.onLine ?? printLine;
   opts = {
     ...opts,
     onLine: (svc, line) => {

@@ -5,7 +5,7 @@
  *   node --import tsx packages/loadgen/src/cli.ts -m resnet18 --request-rate-range 10:50:10 --request-distribution poisson
  */
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import { exitWithUsageError, parseCommandLine } from '@ge-mesh/settings';
 import { Pool } from 'undici';
 import { amqpTarget } from './amqp-target.js';
 import { grpcTarget } from './grpc-target.js';
@@ -41,12 +41,13 @@ const HELP = `Usage: ge-mesh-loadgen -m MODEL [options]
   -f, --csv PATH                   perf_analyzer-style CSV
   --json PATH                      every figure as JSON
   --plot PATH.svg                  latency/throughput chart
+  -h, --help                       this text
 `;
 
 function range(spec: string): number[] {
   const [s, e, st] = spec.split(':').map(Number);
   if (!Number.isFinite(s) || (s ?? 0) <= 0)
-    throw new Error(`bad range '${spec}': use start[:end[:step]] with positive numbers`);
+    exitWithUsageError('ge-mesh-loadgen', `bad range '${spec}': use start[:end[:step]] with positive numbers`);
   const start = s as number;
   const end = Number.isFinite(e) ? (e as number) : start;
   const step = Number.isFinite(st) && (st as number) > 0 ? (st as number) : 1;
@@ -55,40 +56,35 @@ function range(spec: string): number[] {
   return out;
 }
 
-const { values } = parseArgs({
-  options: {
-    help: { type: 'boolean', short: 'h' },
-    url: { type: 'string', short: 'u', default: 'http://localhost:8000' },
-    model: { type: 'string', short: 'm' },
-    'model-version': { type: 'string', short: 'x' },
-    'batch-size': { type: 'string', short: 'b', default: '1' },
-    'concurrency-range': { type: 'string' },
-    'request-rate-range': { type: 'string' },
-    'request-distribution': { type: 'string', default: 'constant' },
-    'measurement-interval': { type: 'string', short: 'p', default: '5000' },
-    'stability-percentage': { type: 'string', short: 's', default: '10' },
-    'max-trials': { type: 'string', default: '10' },
-    percentile: { type: 'string', default: '0' },
-    'latency-threshold': { type: 'string' },
-    'input-data': { type: 'string', default: 'random' },
-    shape: { type: 'string', multiple: true },
-    'json-data': { type: 'boolean', default: false },
-    header: { type: 'string', short: 'H', multiple: true },
-    protocol: { type: 'string', short: 'i', default: 'http' },
-    'grpc-url': { type: 'string', default: 'localhost:8001' },
-    streaming: { type: 'boolean', default: false },
-    'rabbitmq-url': { type: 'string', default: 'amqp://guest:guest@127.0.0.1:5672' },
-    namespace: { type: 'string', default: 'gemesh' },
-    'api-key': { type: 'string' },
-    csv: { type: 'string', short: 'f' },
-    json: { type: 'string' },
-    plot: { type: 'string' },
-  },
+const values = parseCommandLine('ge-mesh-loadgen', HELP, {
+  help: { type: 'boolean', short: 'h' },
+  url: { type: 'string', short: 'u', default: 'http://localhost:8000' },
+  model: { type: 'string', short: 'm' },
+  'model-version': { type: 'string', short: 'x' },
+  'batch-size': { type: 'string', short: 'b', default: '1' },
+  'concurrency-range': { type: 'string' },
+  'request-rate-range': { type: 'string' },
+  'request-distribution': { type: 'string', default: 'constant' },
+  'measurement-interval': { type: 'string', short: 'p', default: '5000' },
+  'stability-percentage': { type: 'string', short: 's', default: '10' },
+  'max-trials': { type: 'string', default: '10' },
+  percentile: { type: 'string', default: '0' },
+  'latency-threshold': { type: 'string' },
+  'input-data': { type: 'string', default: 'random' },
+  shape: { type: 'string', multiple: true },
+  'json-data': { type: 'boolean', default: false },
+  header: { type: 'string', short: 'H', multiple: true },
+  protocol: { type: 'string', short: 'i', default: 'http' },
+  'grpc-url': { type: 'string', default: 'localhost:8001' },
+  streaming: { type: 'boolean', default: false },
+  'rabbitmq-url': { type: 'string', default: 'amqp://guest:guest@127.0.0.1:5672' },
+  namespace: { type: 'string', default: 'gemesh' },
+  'api-key': { type: 'string' },
+  csv: { type: 'string', short: 'f' },
+  json: { type: 'string' },
+  plot: { type: 'string' },
 });
-if (values.help || !values.model) {
-  process.stdout.write(HELP);
-  process.exit(values.help ? 0 : 2);
-}
+if (!values.model) exitWithUsageError('ge-mesh-loadgen', 'a model is required (-m NAME)');
 const model = values.model;
 const batch = Number(values['batch-size']);
 const rate = values['request-rate-range'];

@@ -82,7 +82,8 @@ export function loadSettings<S extends SettingsSpec>(
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
   } catch (err) {
-    throw new SettingsError(`${service}: ${(err as Error).message}\n\n${helpText(service, spec)}`);
+    const first = (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '');
+    throw new SettingsError(`${service}: ${first}; --help lists the options`);
   }
   if (parsed.values.help) {
     process.stdout.write(`${helpText(service, spec)}\n`);
@@ -111,6 +112,25 @@ export function loadSettings<S extends SettingsSpec>(
     out[key] = value;
   }
   return Object.freeze(out) as Settings<S>;
+}
+
+/**
+ * loadSettings for a service's main: a bad command line or value prints its
+ * one-line message and exits 2, with no stack trace.
+ */
+export function loadSettingsOrExit<S extends SettingsSpec>(
+  service: string,
+  spec: S,
+  argv?: string[],
+  env?: NodeJS.ProcessEnv,
+): Settings<S> {
+  try {
+    return loadSettings(service, spec, argv, env);
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
 }
 
 /** Options every service shares. */
@@ -150,6 +170,12 @@ export const COMMON_OPTIONS = {
     doc: 'Log level: fatal, error, warn, info, debug or trace.',
     schema: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace'].map((l) => Type.Literal(l))),
   },
+  logFormat: {
+    kind: 'string',
+    default: 'auto',
+    doc: 'Log lines: json (one JSON object per line), pretty (readable), or auto: pretty when stdout is a terminal, else json.',
+    schema: Type.Union(['auto', 'json', 'pretty'].map((l) => Type.Literal(l))),
+  },
 } as const satisfies SettingsSpec;
 
 /**
@@ -180,4 +206,5 @@ export function metricsOptions(defaultPort: number) {
 /** Default metrics ports: the gateway's is Triton's; the others follow it. */
 export const METRICS_PORTS = { gateway: 8002, batcher: 8003, worker: 8004 } as const;
 
+export * from './command-line.js';
 export { Type };

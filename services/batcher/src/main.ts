@@ -1,7 +1,7 @@
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore } from '@ge-mesh/store';
-import { createLogger } from '@ge-mesh/telemetry';
+import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import {
   BatcherMetrics,
   type MetricsServer,
@@ -14,7 +14,7 @@ import { ModelBatcher } from './model-batcher.js';
 import { loadBatcherSettings } from './settings.js';
 
 const settings = loadBatcherSettings();
-const log = createLogger('batcher', settings.logLevel);
+const log = createLogger('batcher', settings.logLevel, settings.logFormat as LogFormat);
 const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repo = await loadRepository(settings.modelRepository);

@@ -1,6 +1,6 @@
 import {
   COMMON_OPTIONS,
-  loadSettings,
+  loadSettingsOrExit,
   METRICS_PORTS,
   metricsOptions,
   type SettingsSpec,
@@ -29,5 +29,5 @@ export const BATCHER_OPTIONS = {
   },
 } as const satisfies SettingsSpec;
 
-export const loadBatcherSettings = (argv?: string[]) => loadSettings('batcher', BATCHER_OPTIONS, argv);
+export const loadBatcherSettings = (argv?: string[]) => loadSettingsOrExit('batcher', BATCHER_OPTIONS, argv);
 export type BatcherSettings = ReturnType<typeof loadBatcherSettings>;

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
 import { BatchStore, WorkerRegistry } from '@ge-mesh/store';
-import { createLogger } from '@ge-mesh/telemetry';
+import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import {
   InferenceMetrics,
   type MetricsServer,
@@ -26,7 +26,7 @@ import { InferenceStats } from './stats/inference-stats.js';
 import { REGISTRY_REFILL_MS, WorkerModelStates } from './worker-model-states.js';
 
 const settings = loadGatewaySettings();
-const log = createLogger('gateway', settings.logLevel);
+const log = createLogger('gateway', settings.logLevel, settings.logFormat as LogFormat);
 const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repository = await loadRepository(settings.modelRepository);

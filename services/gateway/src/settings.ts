@@ -1,6 +1,6 @@
 import {
   COMMON_OPTIONS,
-  loadSettings,
+  loadSettingsOrExit,
   METRICS_PORTS,
   metricsOptions,
   type SettingsSpec,
@@ -122,5 +122,5 @@ export const GATEWAY_OPTIONS = {
   },
 } as const satisfies SettingsSpec;
 
-export const loadGatewaySettings = (argv?: string[]) => loadSettings('gateway', GATEWAY_OPTIONS, argv);
+export const loadGatewaySettings = (argv?: string[]) => loadSettingsOrExit('gateway', GATEWAY_OPTIONS, argv);
 export type GatewaySettings = ReturnType<typeof loadGatewaySettings>;

@@ -3,7 +3,7 @@ import { availableParallelism, hostname } from 'node:os';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
 import { BatchStore, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
-import { createLogger } from '@ge-mesh/telemetry';
+import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import { type MetricsServer, registerConnectionMetrics, serveMetrics, WorkerMetrics } from '@ge-mesh/telemetry/metrics';
 import { BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
 import { DeadLetters } from './dead-letters.js';
@@ -22,7 +22,7 @@ import { WorkerPresence } from './worker-presence.js';
  * answers dead-lettered batches, and drains on SIGTERM.
  */
 const settings = loadWorkerSettings();
-const log = createLogger('worker', settings.logLevel);
+const log = createLogger('worker', settings.logLevel, settings.logFormat as LogFormat);
 const topo = topology(settings.namespace, settings.durability as Durability);
 
 if (settings.runtime === 'ge') {

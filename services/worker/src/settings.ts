@@ -1,6 +1,6 @@
 import {
   COMMON_OPTIONS,
-  loadSettings,
+  loadSettingsOrExit,
   METRICS_PORTS,
   metricsOptions,
   type SettingsSpec,
@@ -76,5 +76,5 @@ export const WORKER_OPTIONS = {
   },
 } as const satisfies SettingsSpec;
 
-export const loadWorkerSettings = (argv?: string[]) => loadSettings('worker', WORKER_OPTIONS, argv);
+export const loadWorkerSettings = (argv?: string[]) => loadSettingsOrExit('worker', WORKER_OPTIONS, argv);
 export type WorkerSettings = ReturnType<typeof loadWorkerSettings>;
