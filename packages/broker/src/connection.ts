@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '@ge-mesh/telemetry';
+import { type Context, headersFromContext, tracingActive } from '@ge-mesh/telemetry/tracing';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { DEFAULT_DELIVERY_LIMIT, type Durability, type Topology } from './topology.js';
 
@@ -172,8 +173,22 @@ export class Broker {
     }
   }
 
-  /** Publish and resolve once the broker confirmed it (at-least-once hand-off). */
-  publish(exchange: string, routingKey: string, body: Buffer, options: Options.Publish = {}): Promise<void> {
+  /**
+   * Publish and resolve once the broker confirmed it (at-least-once hand-off).
+   * With tracing on, the message carries `trace` (default: the active
+   * context) as W3C traceparent/tracestate headers to the next hop.
+   */
+  publish(
+    exchange: string,
+    routingKey: string,
+    body: Buffer,
+    options: Options.Publish = {},
+    trace?: Context,
+  ): Promise<void> {
+    if (tracingActive()) {
+      const carried = headersFromContext(trace);
+      if (carried) options = { ...options, headers: { ...options.headers, ...carried } };
+    }
     const ch = this.confirm;
     if (!ch) return Promise.reject(new BrokerUnavailableError());
     return new Promise((resolve, reject) => {
@@ -183,9 +198,9 @@ export class Broker {
     });
   }
 
-  /** Send to a queue through the default exchange. */
-  send(queue: string, body: Buffer, options: Options.Publish = {}): Promise<void> {
-    return this.publish('', queue, body, options);
+  /** Send to a queue through the default exchange (trace: as publish). */
+  send(queue: string, body: Buffer, options: Options.Publish = {}, trace?: Context): Promise<void> {
+    return this.publish('', queue, body, options, trace);
   }
 
   /** Messages of the request and batch hops are persistent only in the durable mode. */
