@@ -35,6 +35,33 @@ export interface ReplyGroup {
 const nsSince = (t0: bigint) => Number(process.hrtime.bigint() - t0);
 
 /**
+ * What a lane ran and when each stage began (ms since the epoch, comparable
+ * across threads), for the worker's trace spans and metrics. Stages the run
+ * did not reach stay 0 (every member expired, or the run failed).
+ */
+export interface LaneStages {
+  tier: number;
+  rows: number;
+  assembleAt: number;
+  runAt: number;
+  sliceAt: number;
+  encodeAt: number;
+  doneAt: number;
+}
+
+export const newLaneStages = (): LaneStages => ({
+  tier: 0,
+  rows: 0,
+  assembleAt: 0,
+  runAt: 0,
+  sliceAt: 0,
+  encodeAt: 0,
+  doneAt: 0,
+});
+
+const epochMs = () => performance.timeOrigin + performance.now();
+
+/**
  * Run one batch on a lane: drop expired members, assemble the rest into the
  * tier's pooled buffers, run, slice the outputs per request and encode the
  * responses, one message per reply queue. Every member gets exactly one
@@ -46,8 +73,13 @@ export async function executeBatch(
   pool: BufferPool,
   batchBody: Uint8Array,
   now = Date.now(),
+  stages = newLaneStages(),
 ): Promise<ReplyGroup[]> {
-  return groupByReplyQueue(await runBatch(spec, engine, pool, batchBody, now));
+  const responses = await runBatch(spec, engine, pool, batchBody, now, stages);
+  stages.encodeAt = epochMs();
+  const groups = groupByReplyQueue(responses);
+  stages.doneAt = epochMs();
+  return groups;
 }
 
 type Response = { replyTo: string; msg: InferResponseMessage };
@@ -58,6 +90,7 @@ async function runBatch(
   pool: BufferPool,
   batchBody: Uint8Array,
   now: number,
+  stages: LaneStages,
 ): Promise<Response[]> {
   const batch = decode<BatchMessage>(batchBody);
   const requests = batch.members.map((m) => decode<InferRequestMessage>(m.body));
@@ -76,6 +109,9 @@ async function runBatch(
   const realRows = rows.reduce((a, b) => a + b, 0);
   // Expired members leave the batch; a smaller tier may now fit.
   const tier = spec.batched ? (spec.tiers.find((t) => t >= realRows) ?? batch.tier) : 1;
+  stages.tier = tier;
+  stages.rows = realRows;
+  stages.assembleAt = epochMs();
   const started = process.hrtime.bigint();
   try {
     const inputs = assembleBatch(
@@ -86,9 +122,11 @@ async function runBatch(
       pool,
     );
     const computeInputNs = nsSince(started);
+    stages.runAt = epochMs();
     const t1 = process.hrtime.bigint();
     const outputs = await engine.run(tier, inputs);
     const computeInferNs = nsSince(t1);
+    stages.sliceAt = epochMs();
     const t2 = process.hrtime.bigint();
     const sliced = sliceOutputs(spec.outputs, outputs, rows, spec.batched);
     const computeOutputNs = nsSince(t2);

@@ -1,4 +1,4 @@
-import type { ReplyGroup } from './execute-batch.js';
+import type { LaneStages, ReplyGroup } from './execute-batch.js';
 
 /** main thread → lane */
 export type LaneRequest = { type: 'run'; seq: number; batch: Uint8Array } | { type: 'close' };
@@ -7,4 +7,4 @@ export type LaneRequest = { type: 'run'; seq: number; batch: Uint8Array } | { ty
 export type LaneResponse =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
-  | { type: 'done'; seq: number; replies: ReplyGroup[] };
+  | { type: 'done'; seq: number; replies: ReplyGroup[]; stages: LaneStages };

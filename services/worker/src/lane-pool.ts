@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { Logger } from '@ge-mesh/telemetry';
-import type { ReplyGroup } from './execute-batch.js';
+import type { LaneStages, ReplyGroup } from './execute-batch.js';
 import type { LaneRequest, LaneResponse } from './lane-messages.js';
 
 const LANE_ENTRY = new URL('./lane-entry.mjs', import.meta.url);
@@ -15,7 +15,7 @@ interface Lane {
 
 interface Pending {
   readonly lane: number;
-  resolve: (r: ReplyGroup[]) => void;
+  resolve: (r: ReplyGroup[], stages?: LaneStages) => void;
   reject: (e: Error) => void;
 }
 
@@ -78,7 +78,7 @@ export class LanePool {
           const p = this.pending.get(msg.seq);
           this.pending.delete(msg.seq);
           this.release(lane);
-          p?.resolve(msg.replies);
+          p?.resolve(msg.replies, msg.stages);
         }
       });
       worker.on('error', (err) => {
@@ -123,21 +123,38 @@ export class LanePool {
     else lane.busy = false;
   }
 
-  private post(lane: Lane, batch: Uint8Array): Promise<ReplyGroup[]> {
+  private post(lane: Lane, batch: Uint8Array, onStages?: (s: LaneStages) => void): Promise<ReplyGroup[]> {
     const seq = ++this.seq;
     return new Promise<ReplyGroup[]>((resolve, reject) => {
-      this.pending.set(seq, { lane: lane.index, resolve, reject });
+      const done = (r: ReplyGroup[], stages?: LaneStages) => {
+        if (stages) onStages?.(stages);
+        resolve(r);
+      };
+      this.pending.set(seq, { lane: lane.index, resolve: done, reject });
       lane.worker.postMessage({ type: 'run', seq, batch } satisfies LaneRequest);
     });
   }
 
-  /** Run a batch on the next idle lane; `laneMs` is how long it held the lane. */
-  async run(batch: Uint8Array): Promise<{ groups: ReplyGroup[]; laneMs: number }> {
+  /**
+   * Run a batch on the next idle lane; `laneMs` is how long it held the lane,
+   * `acquiredAt` when it got one (ms since the epoch) and `stages` what the lane ran when.
+   */
+  async run(
+    batch: Uint8Array,
+  ): Promise<{ groups: ReplyGroup[]; laneMs: number; acquiredAt: number; stages?: LaneStages }> {
     const lane = await this.acquire();
     // Timed from the moment a lane is free: the wait for one is queueing, not the tier's cost.
     const t0 = performance.now();
-    const groups = await this.post(lane, batch);
-    return { groups, laneMs: performance.now() - t0 };
+    let stages: LaneStages | undefined;
+    const groups = await this.post(lane, batch, (s) => {
+      stages = s;
+    });
+    return {
+      groups,
+      laneMs: performance.now() - t0,
+      acquiredAt: performance.timeOrigin + t0,
+      ...(stages ? { stages } : {}),
+    };
   }
 
   /** Run each batch on every lane in turn (warmup: every lane compiles and touches every tier). */

@@ -5,6 +5,7 @@ import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import { type BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
+import { traceWorkerBatch, type WorkerBatchTrace } from './batch-tracing.js';
 import type { Placement } from './lane-plan.js';
 import { LanePool } from './lane-pool.js';
 import { TEST_LOAD_DELAY_MS } from './test-faults.js';
@@ -163,6 +164,7 @@ export class ServedModel {
   private async onBatch(device: number, ch: Channel, msg: ConsumeMessage): Promise<void> {
     const { broker, claims, log } = this.deps;
     this.inflight++;
+    let traced: WorkerBatchTrace | undefined;
     try {
       let batch: BatchMessage;
       try {
@@ -181,6 +183,7 @@ export class ServedModel {
         ch.nack(msg, false, false);
         return;
       }
+      traced = traceWorkerBatch(this.name, device, batch, msg.properties.headers);
       // Its previous holder died or gave it back before acking it (a crash, a drain timeout).
       if (msg.fields.redelivered) log.info({ batchId: batch.batchId, model: this.name, device }, 'redelivered batch');
       const pool = this.pools.get(device)?.get(batch.version);
@@ -218,17 +221,27 @@ export class ServedModel {
         this.deps.onBatchRan?.(this.name, device, batch.tier, run.laneMs);
         // The batchers plan with each tier's lane time (whole batches only).
         if (body === msg.content) laneMs = run.laneMs;
+        traced?.ran(run.acquiredAt, run.stages);
+        const publishing = traced?.publishing();
         // One message per reply queue (a gateway) for the whole batch.
         await Promise.all(
           run.groups.map((g) =>
-            broker.send(g.replyTo, Buffer.from(g.body.buffer, g.body.byteOffset, g.body.byteLength)),
+            broker.send(
+              g.replyTo,
+              Buffer.from(g.body.buffer, g.body.byteOffset, g.body.byteLength),
+              {},
+              publishing?.context,
+            ),
           ),
         );
+        publishing?.end();
       }
       await claims.finish(batch, laneMs);
       ch.ack(msg);
       this.batches++;
+      traced?.end();
     } catch (err) {
+      traced?.fail(err);
       log.error({ err, model: this.name, device }, 'batch failed; returned for redelivery');
       try {
         ch.nack(msg, false, true);
