@@ -467,13 +467,18 @@ export class ModelBatcher {
       members: members.map(({ item: { msg, req } }) => ({ id: req.id, rows: req.batch, body: msg.content })),
       formedAt: Date.now(),
     };
+    const traced = traceBatch(this.model.name, batchId, members, tier, rows);
     try {
       const bytes = members.reduce((n, m) => n + m.item.msg.content.byteLength, 0);
-      await this.broker.send(this.topo.batches(this.model.name), encode(body, bytes), {
-        persistent: this.broker.persistent,
-        messageId: batchId,
-      });
+      await this.broker.send(
+        this.topo.batches(this.model.name),
+        encode(body, bytes),
+        { persistent: this.broker.persistent, messageId: batchId },
+        traced?.context,
+      );
+      traced?.end();
     } catch (err) {
+      traced?.fail(err);
       // The batch stays 'formed': the redelivered requests are taken over by the next batch formed
       // (create-batch), and a worker that got this one after all skips them (start-batch).
       this.log.error({ err, batchId }, 'batch not published; its requests go back to the queue');

@@ -1,0 +1,84 @@
+import type { ConsumeMessage } from '@ge-mesh/broker';
+import {
+  type Context,
+  contextFromHeaders,
+  epochMs,
+  meshTracer,
+  SpanKind,
+  spanFailed,
+  trace,
+  tracingActive,
+} from '@ge-mesh/telemetry/tracing';
+
+/** A batch's span while it is published; its context travels in the batch message's headers. */
+export interface BatchTrace {
+  readonly context: Context;
+  end(): void;
+  fail(err: unknown): void;
+}
+
+/** A pending request of the batch (the batcher's own queue entry). */
+export interface TracedMember {
+  readonly item: { readonly msg: ConsumeMessage };
+  /** When its request was accepted (ms since the epoch): its queue wait starts there. */
+  readonly enqueuedAt: number;
+}
+
+/**
+ * The batcher's spans for one batch (undefined when tracing is off): each
+ * member's `batcher queue wait` in its own trace, ended now; and the
+ * `batcher batch` span with the tier and padding, linked to every member's
+ * request span and parented by the first member's (so a one-request batch
+ * is one trace from the gateway to the worker).
+ */
+export function traceBatch(
+  model: string,
+  batchId: string,
+  members: readonly TracedMember[],
+  tier: number,
+  rows: number,
+): BatchTrace | undefined {
+  if (!tracingActive()) return undefined;
+  const tracer = meshTracer();
+  const now = epochMs();
+  const parents = members.map((m) => contextFromHeaders(m.item.msg.properties.headers));
+  for (const [i, m] of members.entries()) {
+    tracer
+      .startSpan(
+        'batcher queue wait',
+        { startTime: m.enqueuedAt, attributes: { 'gemesh.model': model, 'gemesh.batch.id': batchId } },
+        parents[i],
+      )
+      .end(now);
+  }
+  const links = parents.flatMap((p) => {
+    const sc = trace.getSpanContext(p);
+    return sc ? [{ context: sc }] : [];
+  });
+  const parent = parents[0] as Context;
+  const span = tracer.startSpan(
+    'batcher batch',
+    {
+      kind: SpanKind.PRODUCER,
+      startTime: now,
+      links,
+      attributes: {
+        'gemesh.model': model,
+        'gemesh.batch.id': batchId,
+        'gemesh.batch.tier': tier,
+        'gemesh.batch.rows': rows,
+        'gemesh.batch.padding': tier - rows,
+        'gemesh.batch.requests': members.length,
+      },
+    },
+    parent,
+  );
+  return {
+    context: trace.setSpan(parent, span),
+    end: () => span.end(),
+    fail: (err) => {
+      spanFailed(span, err);
+      span.end();
+    },
+  };
+}
