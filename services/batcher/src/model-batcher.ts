@@ -15,6 +15,7 @@ import {
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import { type BatchShape, decide, type PolicyName, type TierCost, tierCostModel } from './batch-policy.js';
+import { traceBatch } from './batch-tracing.js';
 import { LaneSlots } from './lane-slots.js';
 import { PendingQueue, type Queued } from './pending-queue.js';
 import { crashPoint } from './test-faults.js';
