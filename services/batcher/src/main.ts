@@ -9,12 +9,15 @@ import {
   registerConnectionMetrics,
   serveMetrics,
 } from '@ge-mesh/telemetry/metrics';
+import { startTracing } from '@ge-mesh/telemetry/tracing';
 import type { PolicyName } from './batch-policy.js';
 import { ModelBatcher } from './model-batcher.js';
 import { loadBatcherSettings } from './settings.js';
 
 const settings = loadBatcherSettings();
 const log = createLogger('batcher', settings.logLevel, settings.logFormat as LogFormat);
+// Only when OTEL_* asks for traces (an exporter endpoint or OTEL_TRACES_EXPORTER): otherwise nothing loads.
+const stopTracing = await startTracing('batcher', log);
 const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repo = await loadRepository(settings.modelRepository);
@@ -65,6 +68,7 @@ async function shutdown(signal: string): Promise<void> {
   await metricsServer?.close();
   await broker.close();
   await store.close();
+  await stopTracing();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -9,6 +9,7 @@ import {
   registerConnectionMetrics,
   serveMetrics,
 } from '@ge-mesh/telemetry/metrics';
+import { startTracing } from '@ge-mesh/telemetry/tracing';
 import { Admission } from './admission.js';
 import { AmqpIngress } from './amqp/ingress.js';
 import { AuthConfigError, Authorizer } from './auth.js';
@@ -27,6 +28,8 @@ import { REGISTRY_REFILL_MS, WorkerModelStates } from './worker-model-states.js'
 
 const settings = loadGatewaySettings();
 const log = createLogger('gateway', settings.logLevel, settings.logFormat as LogFormat);
+// Only when OTEL_* asks for traces (an exporter endpoint or OTEL_TRACES_EXPORTER): otherwise nothing loads.
+const stopTracing = await startTracing('gateway', log);
 const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repository = await loadRepository(settings.modelRepository);
@@ -179,6 +182,7 @@ async function shutdown(signal: string): Promise<void> {
   await broker.close();
   await workerStates.close();
   await registryStore.close();
+  await stopTracing();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -5,6 +5,7 @@ import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel }
 import { BatchStore, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
 import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import { type MetricsServer, registerConnectionMetrics, serveMetrics, WorkerMetrics } from '@ge-mesh/telemetry/metrics';
+import { startTracing } from '@ge-mesh/telemetry/tracing';
 import { BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
 import { DeadLetters } from './dead-letters.js';
 import { detectDeviceCount, deviceKind, explicitDevices } from './devices.js';
@@ -23,6 +24,8 @@ import { WorkerPresence } from './worker-presence.js';
  */
 const settings = loadWorkerSettings();
 const log = createLogger('worker', settings.logLevel, settings.logFormat as LogFormat);
+// Only when OTEL_* asks for traces (an exporter endpoint or OTEL_TRACES_EXPORTER): otherwise nothing loads.
+const stopTracing = await startTracing('worker', log);
 const topo = topology(settings.namespace, settings.durability as Durability);
 
 if (settings.runtime === 'ge') {
@@ -328,5 +331,6 @@ async function shutdown(signal: string, code: number): Promise<void> {
   await broker.close();
   await store.close();
   log.info({ drained: drained.every(Boolean) }, 'stopped');
+  await stopTracing();
   process.exit(code);
 }

@@ -144,6 +144,8 @@ export class AmqpIngress {
       request,
       result,
     } = await d.pipeline.infer({
+      ingress: 'amqp',
+      ...(msg.properties.headers ? { traceHeaders: msg.properties.headers } : {}),
       model: name,
       ...(rawVersion !== undefined ? { version: String(rawVersion) } : {}),
       versionFrom: 'field',

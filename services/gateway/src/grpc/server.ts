@@ -183,6 +183,7 @@ export class GrpcFrontend {
       request,
       version: v,
     } = await pipeline.infer({
+      ingress: 'grpc',
       model: req.model_name,
       ...(version !== undefined ? { version } : {}),
       versionFrom: 'field',

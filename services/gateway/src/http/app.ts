@@ -171,6 +171,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   const infer = guarded<ModelParams>(async (req, reply) => {
     const { result, request } = await deps.pipeline.infer({
+      ingress: 'http',
+      traceHeaders: req.headers,
+      // W3C Trace Context's response header: the trace this request's spans are in.
+      onTraced: (traceparent) => void reply.header('traceresponse', traceparent),
       model: req.params.model,
       ...(req.params.version !== undefined ? { version: req.params.version } : {}),
       versionFrom: 'path',

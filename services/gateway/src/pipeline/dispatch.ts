@@ -10,9 +10,11 @@ import {
   TRITON_MESSAGES,
   tensorBytes,
 } from '@ge-mesh/protocol';
+import { SpanKind } from '@ge-mesh/telemetry/tracing';
 import type { Admission } from '../admission.js';
 import type { ValidatedInfer } from '../infer/index.js';
 import type { ReplyRouter } from '../reply-router.js';
+import type { InferTrace } from './infer-tracing.js';
 
 /**
  * How long after a request's deadline the gateway answers it with a timeout
@@ -29,6 +31,8 @@ export interface DispatchOptions {
   readonly deadlineMs?: number;
   /** Aborted when the caller went away: dropped before publish, or no longer waited for. */
   readonly signal?: AbortSignal;
+  /** The request's span (tracing on): publish and wait become its steps; the message carries it. */
+  readonly trace?: InferTrace;
 }
 
 /**
@@ -84,14 +88,23 @@ export class Dispatch {
     }
     // Wait first, so a reply racing the confirm is not missed.
     const reply = this.replies.wait(id, waitMs + DEADLINE_SLACK_MS);
+    const publishing = opts.trace?.step('gateway publish', SpanKind.PRODUCER);
     const queued = this.broker
-      .send(this.broker.topology.requests(model.name), encode(msg, tensorBytes(msg.inputs)), {
-        persistent: this.broker.persistent,
-        messageId: id,
-      })
+      .send(
+        this.broker.topology.requests(model.name),
+        encode(msg, tensorBytes(msg.inputs)),
+        { persistent: this.broker.persistent, messageId: id },
+        publishing?.context,
+      )
       .then(
-        () => 'queued' as const,
-        () => 'refused' as const,
+        () => {
+          publishing?.end();
+          return 'queued' as const;
+        },
+        (err: unknown) => {
+          publishing?.fail(err);
+          return 'refused' as const;
+        },
       );
     // A confirm that never comes (a silent, half-open broker) must not outlast the deadline: the
     // reply wait ends it then, with a timeout.
@@ -103,7 +116,9 @@ export class Dispatch {
       throw new MeshError('UNAVAILABLE', 'the request could not be queued; try again');
     }
     // Once published the request runs anyway; a cancelled caller just stops being waited for.
+    const waiting = opts.trace?.step('gateway wait reply');
     const res = signal ? await Promise.race([reply, aborted(signal)]) : await reply;
+    waiting?.end();
     if (res === 'aborted') {
       this.replies.cancel(id);
       throw new MeshError('CANCELLED', CANCELLED_MESSAGE);

@@ -8,6 +8,7 @@ import type { ModelStates } from '../model-states.js';
 import { resolveModel, resolveNamedModel } from '../resolve-model.js';
 import type { InferenceStats } from '../stats/inference-stats.js';
 import type { Dispatch } from './dispatch.js';
+import { type InferTrace, traceInfer } from './infer-tracing.js';
 
 /** Triton's failure reasons for the mesh's error codes. */
 export function failureReason(err: unknown): FailureReason {
@@ -39,6 +40,12 @@ export interface InferCall {
   readonly deadlineMs?: number;
   /** Aborted when the client went away. */
   readonly signal?: AbortSignal;
+  /** Where the request came in (span attribute). */
+  readonly ingress?: 'http' | 'amqp' | 'grpc';
+  /** Headers that may carry the caller's trace context (traceparent, tracestate). */
+  readonly traceHeaders?: Readonly<Record<string, unknown>>;
+  /** Told the request's traceparent once its span started (tracing on): the ingress returns it. */
+  readonly onTraced?: (traceparent: string) => void;
 }
 
 /** What a successful call returns: enough for any ingress to encode its answer. */
@@ -87,6 +94,20 @@ export class InferPipeline {
   };
 
   async infer(call: InferCall): Promise<InferOutcome> {
+    const traced = traceInfer(call.model, call.ingress ?? 'unknown', call.traceHeaders);
+    if (!traced) return this.inferTraced(call, undefined);
+    call.onTraced?.(traced.traceparent);
+    try {
+      const outcome = await this.inferTraced(call, traced);
+      traced.end({ 'gemesh.version': outcome.version, 'gemesh.request.rows': outcome.request.batch });
+      return outcome;
+    } catch (err) {
+      traced.fail(err);
+      throw err;
+    }
+  }
+
+  private async inferTraced(call: InferCall, traced: InferTrace | undefined): Promise<InferOutcome> {
     const { states, auth } = this.deps;
     auth.check(call.authorization, call.model);
     if (!this.deps.isReady()) throw new MeshError('UNAVAILABLE', 'Server is not ready');
@@ -94,9 +115,17 @@ export class InferPipeline {
       call.versionFrom === 'path'
         ? resolveModel(states, call.model, call.version)
         : resolveNamedModel(states, call.model, call.version);
-    const parsed = await call.decode(model);
-    const request = validateInfer(parsed, model.config);
-    const res = await this.run(model, version, request, call);
+    const validating = traced?.step('gateway validate');
+    let request: ValidatedInfer;
+    try {
+      const parsed = await call.decode(model);
+      request = validateInfer(parsed, model.config);
+    } catch (err) {
+      validating?.fail(err);
+      throw err;
+    }
+    validating?.end();
+    const res = await this.run(model, version, request, call, traced);
     return {
       model,
       version,
@@ -115,6 +144,7 @@ export class InferPipeline {
     version: string,
     req: ValidatedInfer,
     call: InferCall,
+    traced: InferTrace | undefined,
   ): Promise<InferResponseMessage> {
     const { stats, metrics } = this.deps;
     const started = process.hrtime.bigint();
@@ -123,6 +153,7 @@ export class InferPipeline {
       const res = await this.deps.dispatch.send(model, version, req, {
         ...(call.deadlineMs !== undefined ? { deadlineMs: call.deadlineMs } : {}),
         ...(call.signal !== undefined ? { signal: call.signal } : {}),
+        ...(traced ? { trace: traced } : {}),
       });
       const requestNs = Number(process.hrtime.bigint() - started);
       const t = res.timings;
