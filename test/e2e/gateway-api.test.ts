@@ -65,8 +65,17 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     mesh = await startTestMesh({
       modelRepository: repo.dir,
       models: repo.models,
-      env: { GEMESH_METRICS_PORT: String(metricsPort) },
-      flags: { gateway: ['--max-body-bytes', String(MAX_BODY), '--max-tensor-elements', String(MAX_ELEMENTS)] },
+      // The gateway's own port (the flag): GEMESH_METRICS_PORT would give every service the same one.
+      flags: {
+        gateway: [
+          '--metrics-port',
+          String(metricsPort),
+          '--max-body-bytes',
+          String(MAX_BODY),
+          '--max-tensor-elements',
+          String(MAX_ELEMENTS),
+        ],
+      },
     });
   });
   after(async () => {

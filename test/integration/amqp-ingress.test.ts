@@ -50,8 +50,8 @@ describe('AMQP ingress: producers get the same API as REST', { timeout: 300_000 
     mesh = await startTestMesh({
       modelRepository: repo.dir,
       models: repo.models,
-      env: { GEMESH_METRICS_PORT: String(port) },
-      flags: { gateway: ['--max-body-bytes', String(MAX_BODY)] },
+      // The gateway's own port (the flag): GEMESH_METRICS_PORT would give every service the same one.
+      flags: { gateway: ['--metrics-port', String(port), '--max-body-bytes', String(MAX_BODY)] },
     });
     conn = await amqp.connect(RABBITMQ_URL, { noDelay: true });
   });
