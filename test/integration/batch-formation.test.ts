@@ -49,7 +49,7 @@ describe('batch formation: the batcher process on the real broker and Redis', { 
       namespace,
       modelRepository: repo.dir,
       httpPort: 0,
-      env: { GEMESH_RABBITMQ_URL: RABBITMQ_URL, GEMESH_REDIS_URL: REDIS_URL },
+      env: { GEMESH_RABBITMQ_URL: RABBITMQ_URL, GEMESH_REDIS_URL: REDIS_URL, GEMESH_METRICS_PORT: '0' },
       onLine: (svc: string, line: string) => lines.push(`[${svc}] ${line}`),
     };
     const common = ['--namespace', namespace, '--model-repository', repo.dir];

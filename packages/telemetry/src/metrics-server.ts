@@ -35,3 +35,27 @@ export async function serveMetrics(registry: Registry, host: string, port: numbe
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** What serveMetricsOrWarn reports through (pino's shape). */
+interface MetricsLog {
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * serveMetrics, but a port already taken (a second replica on one host with
+ * the default port) costs the metrics only: the service runs on, and says so.
+ */
+export async function serveMetricsOrWarn(
+  registry: Registry,
+  host: string,
+  port: number,
+  log: MetricsLog,
+): Promise<MetricsServer | undefined> {
+  try {
+    return await serveMetrics(registry, host, port);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    log.error({ port }, 'metrics port in use: metrics not served (give this process its own --metrics-port, or 0)');
+    return undefined;
+  }
+}

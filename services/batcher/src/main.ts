@@ -7,7 +7,7 @@ import {
   type MetricsServer,
   type PendingSnapshot,
   registerConnectionMetrics,
-  serveMetrics,
+  serveMetricsOrWarn,
 } from '@ge-mesh/telemetry/metrics';
 import { startTracing } from '@ge-mesh/telemetry/tracing';
 import type { PolicyName } from './batch-policy.js';
@@ -48,7 +48,8 @@ const batchers: ModelBatcher[] = models.map(
 for (const m of models) metrics?.addModel(m.name, m.config.tiers);
 if (metrics && store.health) registerConnectionMetrics(metrics.registry, { broker, redis: store.health });
 let metricsServer: MetricsServer | undefined;
-if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
+if (metrics)
+  metricsServer = await serveMetricsOrWarn(metrics.registry, settings.metricsHost, settings.metricsPort, log);
 for (const b of batchers) await b.start();
 log.info(
   {

@@ -7,7 +7,7 @@ import {
   InferenceMetrics,
   type MetricsServer,
   registerConnectionMetrics,
-  serveMetrics,
+  serveMetricsOrWarn,
 } from '@ge-mesh/telemetry/metrics';
 import { startTracing } from '@ge-mesh/telemetry/tracing';
 import { Admission } from './admission.js';
@@ -106,7 +106,8 @@ if (metrics && registryStore.health)
 await replies.start();
 
 let metricsServer: MetricsServer | undefined;
-if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
+if (metrics)
+  metricsServer = await serveMetricsOrWarn(metrics.registry, settings.metricsHost, settings.metricsPort, log);
 
 const ingress = settings.amqpIngress
   ? new AmqpIngress({

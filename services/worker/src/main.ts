@@ -4,7 +4,12 @@ import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
 import { BatchStore, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
 import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
-import { type MetricsServer, registerConnectionMetrics, serveMetrics, WorkerMetrics } from '@ge-mesh/telemetry/metrics';
+import {
+  type MetricsServer,
+  registerConnectionMetrics,
+  serveMetricsOrWarn,
+  WorkerMetrics,
+} from '@ge-mesh/telemetry/metrics';
 import { startTracing } from '@ge-mesh/telemetry/tracing';
 import { BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
 import { DeadLetters } from './dead-letters.js';
@@ -278,7 +283,8 @@ await sub.subscribe(registry.channel);
 // Register as starting (the models it will load become wanted), load everything, then report ready.
 const wanted = [...view.values()].filter((m) => placeable(m)).map((m) => m.name);
 let metricsServer: MetricsServer | undefined;
-if (metrics) metricsServer = await serveMetrics(metrics.registry, settings.metricsHost, settings.metricsPort);
+if (metrics)
+  metricsServer = await serveMetricsOrWarn(metrics.registry, settings.metricsHost, settings.metricsPort, log);
 await presence.start(wanted);
 await scheduleReconcile();
 if (!stopping) {
