@@ -487,15 +487,13 @@ export class ModelBatcher {
       return;
     }
     crashPoint('published', this.log);
-    // A worker may have started it already ('running'): then there is nothing to mark. The mark
-    // only spares work: a request redelivered while its batch still reads 'formed' is batched
-    // again and answered once all the same (start-batch), so it does not hold up the acks.
-    const marked = this.store.setState(batchId, this.model.name, 'formed', 'published').catch(() => false);
-    if (crashPoint.armed('marked')) await marked;
-    crashPoint('marked', this.log);
+    // The batch stays 'formed' in Redis until a worker starts it: no Redis call here. Should this
+    // batcher die before its acks reach the broker, the redelivered requests are batched again
+    // (their batch still reads 'formed') and the worker that gets this batch skips them
+    // (start-batch): each is run and answered once. Marking the batch published would spare that
+    // rare rerun at the price of a Redis round trip for every batch.
     for (const m of members) this.settle(m.item.msg, 'ack');
     this.opts.onBatchPublished?.(tier, rows);
-    await marked;
     this.log.debug({ model: this.model.name, batchId, tier, rows, requests: members.length }, 'batch published');
   }
 

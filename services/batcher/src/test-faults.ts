@@ -7,12 +7,11 @@ import type { Logger } from '@ge-mesh/telemetry';
  * never set it in production.
  *
  *   recorded    the batch is in Redis (members claimed), not yet published
- *   published   the broker confirmed the batch, its state is still 'formed'
- *   marked      the batch is marked published, its requests are not yet acked
+ *   published   the broker confirmed the batch (its state is still 'formed'), its requests are not yet acked
  */
-export type CrashPoint = 'recorded' | 'published' | 'marked';
+export type CrashPoint = 'recorded' | 'published';
 
-const spec = /^(recorded|published|marked):([1-9]\d*)$/.exec(process.env.GEMESH_TEST_CRASH_POINT ?? '');
+const spec = /^(recorded|published):([1-9]\d*)$/.exec(process.env.GEMESH_TEST_CRASH_POINT ?? '');
 let seen = 0;
 
 export function crashPoint(point: CrashPoint, log: Logger): void {
@@ -20,6 +19,3 @@ export function crashPoint(point: CrashPoint, log: Logger): void {
   log.warn({ point, batch: seen }, 'test fault injection: SIGKILL');
   process.kill(process.pid, 'SIGKILL');
 }
-
-/** Is a crash set at this point? (The hot path then waits for what the point is defined after.) */
-crashPoint.armed = (point: CrashPoint): boolean => spec?.[1] === point;
