@@ -41,19 +41,23 @@ export function tensor(name: string, datatype: Datatype, shape: number[], values
   return { name, datatype, shape, data: toBytes(datatype, values) };
 }
 
+/** BYTES elements as the wire carries them: each one's length (u32, little-endian), then its bytes. */
+export function packBytesElements(items: readonly Uint8Array[]): Buffer {
+  const out = Buffer.allocUnsafe(items.reduce((n, b) => n + 4 + b.length, 0));
+  let pos = 0;
+  for (const b of items) {
+    out.writeUInt32LE(b.length, pos);
+    out.set(b, pos + 4);
+    pos += 4 + b.length;
+  }
+  return out;
+}
+
 function toBytes(datatype: Datatype, values: TensorValues): Uint8Array {
   if (datatype === 'BYTES') {
-    const items = (values as readonly (string | Uint8Array)[]).map((v) =>
-      typeof v === 'string' ? Buffer.from(v, 'utf8') : v,
+    return packBytesElements(
+      (values as readonly (string | Uint8Array)[]).map((v) => (typeof v === 'string' ? Buffer.from(v, 'utf8') : v)),
     );
-    const out = Buffer.allocUnsafe(items.reduce((n, b) => n + 4 + b.length, 0));
-    let pos = 0;
-    for (const b of items) {
-      out.writeUInt32LE(b.length, pos);
-      out.set(b, pos + 4);
-      pos += 4 + b.length;
-    }
-    return out;
   }
   if (Array.isArray(values)) {
     if (datatype !== 'BOOL') throw new TypeError(`${datatype} values must be a typed array`);

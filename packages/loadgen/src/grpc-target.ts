@@ -1,4 +1,4 @@
-import { PROTO_DIR, PROTO_FILES } from '@ge-mesh/protocol/proto';
+import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '@ge-mesh/protocol/proto';
 import { type Client, type ClientDuplexStream, credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { Pool } from 'undici';
@@ -42,15 +42,7 @@ export async function grpcTarget(
     inputs: set.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
     raw_input_contents: set.map((t) => Buffer.from(t.bytes.buffer, t.bytes.byteOffset, t.bytes.byteLength)),
   }));
-  const defs = loadSync([...PROTO_FILES], {
-    keepCase: true,
-    longs: Number,
-    enums: String,
-    bytes: Buffer,
-    defaults: true,
-    oneofs: true,
-    includeDirs: [PROTO_DIR],
-  });
+  const defs = loadSync([...PROTO_FILES], PROTO_LOADER_OPTIONS);
   const Service = (loadPackageDefinition(defs).inference as Record<string, unknown>).GRPCInferenceService as new (
     address: string,
     creds: ReturnType<typeof credentials.createInsecure>,

@@ -1,3 +1,4 @@
+import { packBytesElements } from '@ge-mesh/client';
 import { type DataType, isDataType, MeshError, type ParameterValue, type WireTensor } from '@ge-mesh/protocol';
 import type { ParsedInfer, ParsedOutput } from '../infer/index.js';
 import { MSG, requestPrefix } from '../infer/messages.js';
@@ -180,17 +181,8 @@ export function contentsToBytes(dt: DataType, c: TensorContentsMsg): Uint8Array 
       return bytesOf(Float32Array.from(c.fp32_contents ?? []));
     case 'FP64':
       return bytesOf(Float64Array.from(c.fp64_contents ?? []));
-    case 'BYTES': {
-      const items = c.bytes_contents ?? [];
-      const out = Buffer.allocUnsafe(items.reduce((n, b) => n + 4 + b.length, 0));
-      let pos = 0;
-      for (const b of items) {
-        out.writeUInt32LE(b.length, pos);
-        out.set(b, pos + 4);
-        pos += 4 + b.length;
-      }
-      return out;
-    }
+    case 'BYTES':
+      return packBytesElements(c.bytes_contents ?? []);
     case 'FP16':
     case 'BF16':
       return new Uint8Array(0);

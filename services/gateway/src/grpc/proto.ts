@@ -1,23 +1,10 @@
-import { PROTO_DIR, PROTO_FILES } from '@ge-mesh/protocol/proto';
+import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '@ge-mesh/protocol/proto';
 import type { GrpcObject, ServiceClientConstructor } from '@grpc/grpc-js';
 import { loadPackageDefinition } from '@grpc/grpc-js';
 import { loadSync, type Options, type PackageDefinition } from '@grpc/proto-loader';
 
-/**
- * How messages look in JS: proto field names, 64-bit integers as numbers
- * (shapes, counts and nanoseconds fit), enums by name, bytes as Buffers
- * (raw tensor contents are views of the received frame), unset scalars at
- * their defaults, and the set member of each oneof named in its `*_choice`.
- */
-export const PROTO_OPTIONS: Options = {
-  keepCase: true,
-  longs: Number,
-  enums: String,
-  bytes: Buffer,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_DIR],
-};
+/** How messages look in JS: see PROTO_LOADER_OPTIONS. */
+export const PROTO_OPTIONS: Options = PROTO_LOADER_OPTIONS;
 
 export function loadDefinitions(options: Options = PROTO_OPTIONS): PackageDefinition {
   return loadSync([...PROTO_FILES], options);
