@@ -123,6 +123,8 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
         'binary_tensor_data',
         'parameters',
         'statistics',
+        'trace',
+        'logging',
       ],
     });
     expectError(await call('GET', '/v2/nothing'), 404, 'Not Found');

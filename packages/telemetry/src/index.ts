@@ -1,6 +1,7 @@
 import { type Logger, pino } from 'pino';
 import PinoPretty from 'pino-pretty';
 
+export * from './log-settings.js';
 export type { Logger };
 
 /** json: one JSON object per line (for collectors); pretty: readable lines; auto: pretty on a terminal. */

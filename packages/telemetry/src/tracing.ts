@@ -56,7 +56,21 @@ export type StopTracing = () => Promise<void>;
  * decision holds), W3C trace context and baggage propagation, the service
  * name `gemesh-<service>` unless OTEL_SERVICE_NAME names it.
  */
-export async function startTracing(service: string, log?: TraceLog): Promise<StopTracing> {
+export interface TracingOptions {
+  /**
+   * Decides for each span that starts a trace here (no parent, or a parent
+   * from another process) whether it is sampled, before the OTEL_TRACES_SAMPLER
+   * sampler is asked; spans under a local parent follow their parent. The
+   * gateway's trace settings (Triton's trace extension) decide through it.
+   */
+  readonly rootSampler?: (attributes: Readonly<Record<string, unknown>>) => boolean;
+}
+
+export async function startTracing(
+  service: string,
+  log?: TraceLog,
+  options: TracingOptions = {},
+): Promise<StopTracing> {
   const env = process.env;
   if (active || !tracingWanted(env)) return async () => undefined;
   const [sdk, { AsyncLocalStorageContextManager }, core, resources] = await Promise.all([
@@ -92,7 +106,19 @@ export async function startTracing(service: string, log?: TraceLog): Promise<Sto
     .defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': `gemesh-${service}`, 'service.namespace': 'ge-mesh' }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
-  const provider = new sdk.TracerProvider({ resource, sampler: samplerFromEnv(sdk, env), spanProcessors: processors });
+  const base = samplerFromEnv(sdk, env);
+  const decide = options.rootSampler;
+  const sampler: import('@opentelemetry/sdk-trace').Sampler = decide
+    ? {
+        shouldSample(ctx, traceId, name, kind, attributes, links) {
+          const parent = trace.getSpanContext(ctx);
+          if ((!parent || parent.isRemote) && !decide(attributes)) return { decision: sdk.SamplingDecision.NOT_RECORD };
+          return base.shouldSample(ctx, traceId, name, kind, attributes, links);
+        },
+        toString: () => `RootSampler{${base.toString()}}`,
+      }
+    : base;
+  const provider = new sdk.TracerProvider({ resource, sampler, spanProcessors: processors });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(
     new core.CompositePropagator({

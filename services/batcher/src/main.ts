@@ -1,7 +1,7 @@
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
-import { BatchStore } from '@ge-mesh/store';
-import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
+import { BatchStore, RuntimeSettings } from '@ge-mesh/store';
+import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
   BatcherMetrics,
   type MetricsServer,
@@ -27,6 +27,11 @@ const models = [...repo.models.values()].filter((m) => !wanted || wanted.has(m.n
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `batcher-${process.pid}`);
 const store = BatchStore.connect(settings.redisUrl, settings.namespace, log);
+// Triton's logging extension: the gateway stores the log settings in Redis and announces them.
+const runtimeSettings = new RuntimeSettings(store.redis, settings.namespace);
+await runtimeSettings.follow((section, value) => {
+  if (section === 'logging' && isLogSettings(value)) applyLogSettings(log, value);
+});
 const metrics = settings.allowMetrics
   ? new BatcherMetrics(() => batchers.map((b): [string, PendingSnapshot] => [b.model.name, b.pending()]))
   : undefined;
@@ -68,6 +73,7 @@ async function shutdown(signal: string): Promise<void> {
   await Promise.all(batchers.map((b) => b.stop()));
   await metricsServer?.close();
   await broker.close();
+  await runtimeSettings.close();
   await store.close();
   await stopTracing();
   process.exit(0);

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
-import { BatchStore, WorkerRegistry } from '@ge-mesh/store';
+import { BatchStore, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import {
   InferenceMetrics,
@@ -9,18 +9,21 @@ import {
   registerConnectionMetrics,
   serveMetricsOrWarn,
 } from '@ge-mesh/telemetry/metrics';
-import { startTracing } from '@ge-mesh/telemetry/tracing';
+import { startTracing, tracingActive } from '@ge-mesh/telemetry/tracing';
 import { Admission } from './admission.js';
 import { AmqpIngress } from './amqp/ingress.js';
 import { AuthConfigError, Authorizer } from './auth.js';
 import { GrpcFrontend } from './grpc/server.js';
 import { buildApp } from './http/app.js';
 import { registerRepositoryRoutes } from './http/repository-routes.js';
+import { registerSettingsRoutes } from './http/settings-routes.js';
 import type { ModelStates } from './model-states.js';
 import { Dispatch } from './pipeline/dispatch.js';
 import { InferPipeline } from './pipeline/infer-pipeline.js';
+import { LOGGING_SECTION, LoggingControl } from './pipeline/logging-control.js';
 import { MeshQueries } from './pipeline/queries.js';
 import { RepositoryControl } from './pipeline/repository-control.js';
+import { TRACE_SECTION, TraceControl } from './pipeline/trace-control.js';
 import { ReplyRouter } from './reply-router.js';
 import { loadGatewaySettings } from './settings.js';
 import { InferenceStats } from './stats/inference-stats.js';
@@ -29,7 +32,11 @@ import { REGISTRY_REFILL_MS, WorkerModelStates } from './worker-model-states.js'
 const settings = loadGatewaySettings();
 const log = createLogger('gateway', settings.logLevel, settings.logFormat as LogFormat);
 // Only when OTEL_* asks for traces (an exporter endpoint or OTEL_TRACES_EXPORTER): otherwise nothing loads.
-const stopTracing = await startTracing('gateway', log);
+// Which requests start a sampled trace is the trace settings' call (Triton's trace extension, below).
+let sampleRequest: (model: string) => boolean = () => true;
+const stopTracing = await startTracing('gateway', log, {
+  rootSampler: (attributes) => sampleRequest(String(attributes['gemesh.model'] ?? '')),
+});
 const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repository = await loadRepository(settings.modelRepository);
@@ -101,6 +108,21 @@ const control = new RepositoryControl({
   log,
 });
 
+// Triton's logging and trace extensions: settings shared through Redis with every service.
+const runtimeSettings = new RuntimeSettings(registryStore.redis, settings.namespace);
+const logging = new LoggingControl({ auth, runtime: runtimeSettings, log });
+const traceControl = new TraceControl({
+  auth,
+  runtime: runtimeSettings,
+  tracing: tracingActive(),
+  knownModel: (name) => states.model(name) !== undefined,
+});
+sampleRequest = (model) => traceControl.sample(model);
+await runtimeSettings.follow((section, value) => {
+  if (section === LOGGING_SECTION) logging.applyShared(value);
+  else if (section === TRACE_SECTION) traceControl.applyShared(value);
+});
+
 if (metrics && registryStore.health)
   registerConnectionMetrics(metrics.registry, { broker, redis: registryStore.health });
 await replies.start();
@@ -140,6 +162,8 @@ const grpc = settings.grpc
       pipeline,
       queries,
       control,
+      logging,
+      trace: traceControl,
       maxTensorElements: settings.maxTensorElements,
       maxMessageBytes: settings.grpcMaxMessageBytes,
       keepaliveTimeMs: settings.grpcKeepaliveTimeMs,
@@ -160,6 +184,7 @@ const app = buildApp({
   metrics,
 });
 registerRepositoryRoutes(app, { control, maxBodyBytes: settings.maxBodyBytes, log });
+registerSettingsRoutes(app, { logging, trace: traceControl, maxBodyBytes: settings.maxBodyBytes, log });
 const address = await app.listen({ host: settings.host, port: settings.httpPort });
 log.info(
   {
@@ -182,6 +207,7 @@ async function shutdown(signal: string): Promise<void> {
   await metricsServer?.close();
   await broker.close();
   await workerStates.close();
+  await runtimeSettings.close();
   await registryStore.close();
   await stopTracing();
   process.exit(0);

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
-import { BatchStore, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
-import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
+import { BatchStore, RuntimeSettings, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
+import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
   type MetricsServer,
   registerConnectionMetrics,
@@ -58,6 +58,11 @@ const deviceCount = settings.deviceCount || detectDeviceCount(settings.runtime);
 const explicit = explicitDevices(settings.deviceIds, settings.deviceId);
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `worker-${id}`);
 const store = BatchStore.connect(settings.redisUrl, settings.namespace, log);
+// Triton's logging extension: the gateway stores the log settings in Redis and announces them.
+const runtimeSettings = new RuntimeSettings(store.redis, settings.namespace);
+await runtimeSettings.follow((section, value) => {
+  if (section === 'logging' && isLogSettings(value)) applyLogSettings(log, value);
+});
 const registry = new WorkerRegistry(store.redis, settings.namespace);
 const claims = new BatchClaims(store, log);
 const served = new Map<string, ServedModel>();
@@ -335,6 +340,7 @@ async function shutdown(signal: string, code: number): Promise<void> {
   await sub?.quit().catch(() => undefined);
   await metricsServer?.close();
   await broker.close();
+  await runtimeSettings.close();
   await store.close();
   log.info({ drained: drained.every(Boolean) }, 'stopped');
   await stopTracing();

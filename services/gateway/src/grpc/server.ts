@@ -17,10 +17,13 @@ import { SERVER_NAME, SERVER_VERSION, serverExtensions } from '../http/app.js';
 import { selectOutputs } from '../infer/index.js';
 import { answerError } from '../pipeline/error-answer.js';
 import type { InferPipeline } from '../pipeline/infer-pipeline.js';
+import type { LoggingControl } from '../pipeline/logging-control.js';
 import type { MeshQueries } from '../pipeline/queries.js';
 import type { RepositoryControl } from '../pipeline/repository-control.js';
+import type { TraceControl } from '../pipeline/trace-control.js';
 import { decodeInferRequest, encodeInferResponse, type ModelInferRequestMsg } from './infer-codec.js';
 import { loadServices } from './proto.js';
+import { logSettings, traceSetting } from './settings-rpcs.js';
 
 export interface GrpcTls {
   readonly cert: Buffer;
@@ -34,6 +37,9 @@ export interface GrpcFrontendDeps {
   queries: MeshQueries;
   /** Absent: load/unload answer UNIMPLEMENTED (e.g. a gateway without a registry). */
   control?: RepositoryControl;
+  /** Triton's logging and trace extensions; absent: LogSettings and TraceSetting answer UNAVAILABLE. */
+  logging?: LoggingControl;
+  trace?: TraceControl;
   maxTensorElements: number;
   maxMessageBytes: number;
   keepaliveTimeMs: number;
@@ -239,7 +245,10 @@ export class GrpcFrontend {
         return {
           name: SERVER_NAME,
           version: SERVER_VERSION,
-          extensions: serverExtensions(this.deps.control !== undefined),
+          extensions: serverExtensions(
+            this.deps.control !== undefined,
+            this.deps.logging !== undefined && this.deps.trace !== undefined,
+          ),
         };
       }),
       ModelMetadata: this.unary((r: { name: string; version: string }, auth) => queries.metadata(auth, ref(r))),
@@ -273,13 +282,21 @@ export class GrpcFrontend {
       }),
       ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMsg, Msg>) => this.stream(call),
       ...sharedMemoryHandlers(this.unary.bind(this)),
-      TraceSetting: this.unary((_r: Msg, auth) => {
-        queries.authorize(auth);
-        throw new MeshError('UNAVAILABLE', 'the server does not support tracing');
+      TraceSetting: this.unary(async (r: Msg, auth) => {
+        const control = this.deps.trace;
+        if (!control) {
+          queries.authorize(auth);
+          throw new MeshError('UNAVAILABLE', 'the server does not support tracing');
+        }
+        return { settings: await traceSetting(control, auth, r) };
       }),
-      LogSettings: this.unary((_r: Msg, auth) => {
-        queries.authorize(auth);
-        throw new MeshError('UNAVAILABLE', 'the server does not support logging');
+      LogSettings: this.unary(async (r: Msg, auth) => {
+        const control = this.deps.logging;
+        if (!control) {
+          queries.authorize(auth);
+          throw new MeshError('UNAVAILABLE', 'the server does not support logging');
+        }
+        return { settings: await logSettings(control, auth, r) };
       }),
     };
   }

@@ -48,12 +48,16 @@ const TRITON_ORDER = [
   'logging',
 ];
 
-/** Triton's extension list for a server with (or without) the model_repository extension. */
-export function serverExtensions(modelRepository: boolean): string[] {
+/** Triton's extension list for a server with (or without) the model_repository, trace and logging extensions. */
+export function serverExtensions(modelRepository: boolean, traceAndLogging = false): string[] {
   const present = new Set(ALWAYS);
   if (modelRepository) {
     present.add('model_repository');
     present.add('model_repository(unload_dependents)');
+  }
+  if (traceAndLogging) {
+    present.add('trace');
+    present.add('logging');
   }
   return TRITON_ORDER.filter((e) => present.has(e));
 }
@@ -143,13 +147,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     '/v2',
     guarded((req, reply) => {
       queries.authorize(authHeader(req));
+      // Extensions are listed once their routes exist (registered after the app is built).
       const hasRoute = (re: RegExp) => routes.some((r) => r.methods.includes('POST') && re.test(r.url));
       const repository =
         hasRoute(/^\/v2\/repository\/models\/:[^/]+\/load$/) && hasRoute(/^\/v2\/repository\/models\/:[^/]+\/unload$/);
       return reply.send({
         name: SERVER_NAME,
         version: SERVER_VERSION,
-        extensions: serverExtensions(repository),
+        extensions: serverExtensions(repository, hasRoute(/^\/v2\/logging$/) && hasRoute(/^\/v2\/trace\/setting$/)),
       });
     }),
   );

@@ -1,0 +1,82 @@
+import { MeshError } from '@ge-mesh/protocol';
+import type { RuntimeSettings } from '@ge-mesh/store';
+import { applyLogSettings, isLogSettings, type Logger, type LogSettings, logSettingsOfLevel } from '@ge-mesh/telemetry';
+import type { Authorizer } from '../auth.js';
+
+/** The section of the shared runtime settings every service follows. */
+export const LOGGING_SECTION = 'logging';
+
+export interface LoggingControlDeps {
+  readonly auth: Authorizer;
+  readonly runtime: RuntimeSettings;
+  readonly log: Logger;
+}
+
+const BOOLEAN_FIELDS = ['log_info', 'log_warning', 'log_error'] as const;
+const FIELDS = new Set(['log_file', ...BOOLEAN_FIELDS, 'log_verbose_level', 'log_format']);
+
+/**
+ * Triton's logging extension (GET/POST /v2/logging, gRPC LogSettings): the
+ * settings are stored in Redis and announced, and every service of the
+ * namespace (gateways, batchers, workers) applies them to its log level.
+ */
+export class LoggingControl {
+  private current: LogSettings;
+
+  constructor(private readonly deps: LoggingControlDeps) {
+    this.current = logSettingsOfLevel(deps.log.level);
+  }
+
+  /** Any valid key may read them. */
+  get(authorization: string | undefined): LogSettings {
+    this.deps.auth.check(authorization);
+    return this.current;
+  }
+
+  /** An admin key changes them, for every service. */
+  async update(authorization: string | undefined, body: unknown): Promise<LogSettings> {
+    this.deps.auth.requireAdmin(authorization);
+    const next = mergeLogSettings(this.current, body);
+    try {
+      await this.deps.runtime.write(LOGGING_SECTION, next);
+    } catch {
+      throw new MeshError('UNAVAILABLE', 'the log settings could not be shared with the services; try again');
+    }
+    this.applyShared(next);
+    return next;
+  }
+
+  /** A change announced by any gateway (this one included). */
+  applyShared(value: unknown): void {
+    if (!isLogSettings(value)) return;
+    this.current = value;
+    applyLogSettings(this.deps.log, value);
+  }
+}
+
+/** Triton's rules: a JSON object of known settings, each of its type; others keep their value. */
+export function mergeLogSettings(current: LogSettings, body: unknown): LogSettings {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new MeshError('INVALID_ARGUMENT', 'the log settings must be a JSON object');
+  }
+  const next: { -readonly [K in keyof LogSettings]: LogSettings[K] } = { ...current };
+  for (const [key, value] of Object.entries(body)) {
+    if (!FIELDS.has(key)) throw new MeshError('INVALID_ARGUMENT', `unknown log setting '${key}'`);
+    if ((BOOLEAN_FIELDS as readonly string[]).includes(key)) {
+      if (typeof value !== 'boolean') throw new MeshError('INVALID_ARGUMENT', `expect '${key}' to be a boolean`);
+      next[key as (typeof BOOLEAN_FIELDS)[number]] = value;
+    } else if (key === 'log_verbose_level') {
+      if (!Number.isInteger(value) || (value as number) < 0)
+        throw new MeshError('INVALID_ARGUMENT', "expect 'log_verbose_level' to be a non-negative integer");
+      next.log_verbose_level = value as number;
+    } else if (key === 'log_format') {
+      if (value !== 'default' && value !== 'ISO8601')
+        throw new MeshError('INVALID_ARGUMENT', "expect 'log_format' to be 'default' or 'ISO8601'");
+      next.log_format = value;
+    } else if (key === 'log_file') {
+      if (value !== '' && value !== current.log_file)
+        throw new MeshError('INVALID_ARGUMENT', 'log_file cannot be set: every service logs to its standard output');
+    }
+  }
+  return next;
+}
