@@ -55,12 +55,11 @@ export class BatchClaims {
 
   /**
    * Every reply of the batch is published: mark it done and free its lane
-   * slot. `laneMs`, how long the run held its lane, feeds the tier costs the
-   * batchers plan with (absent when the batch ran nothing or only some members).
+   * slot. `ran`, the tier the lane ran and how long the run held it, feeds the
+   * tier costs the batchers plan with (absent when the batch ran nothing).
    */
-  async finish(batch: BatchMessage, laneMs?: number): Promise<void> {
-    const run = laneMs === undefined ? undefined : { tier: batch.tier, ms: laneMs };
-    await this.store.finishBatch(batch.batchId, batch.model, run).catch((err: Error) => {
+  async finish(batch: BatchMessage, ran?: { tier: number; ms: number }): Promise<void> {
+    await this.store.finishBatch(batch.batchId, batch.model, ran).catch((err: Error) => {
       // The slot lapses with the members' deadlines; until then the model has one lane fewer.
       this.log.error({ err: err.message, batchId: batch.batchId }, 'batch not marked done');
     });

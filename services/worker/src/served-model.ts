@@ -206,7 +206,7 @@ export class ServedModel {
         ch.nack(msg, false, false);
         return;
       }
-      let laneMs: number | undefined;
+      let ran: { tier: number; ms: number } | undefined;
       let run: Awaited<ReturnType<LanePool['run']>> | undefined;
       if (body === msg.content && early) run = await early;
       else {
@@ -218,9 +218,13 @@ export class ServedModel {
         }
       }
       if (run) {
-        this.deps.onBatchRan?.(this.name, device, batch.tier, run.laneMs);
-        // The batchers plan with each tier's lane time (whole batches only).
-        if (body === msg.content) laneMs = run.laneMs;
+        // The tier the lane really ran (expired members may have let it take a smaller one): the
+        // batchers plan with each tier's lane time, so the time goes to that tier.
+        const tier = run.stages?.tier ?? 0;
+        if (tier > 0) {
+          ran = { tier, ms: run.laneMs };
+          this.deps.onBatchRan?.(this.name, device, ran.tier, ran.ms);
+        }
         traced?.ran(run.acquiredAt, run.stages);
         const publishing = traced?.publishing();
         // One message per reply queue (a gateway) for the whole batch.
@@ -236,7 +240,7 @@ export class ServedModel {
         );
         publishing?.end();
       }
-      await claims.finish(batch, laneMs);
+      await claims.finish(batch, ran);
       ch.ack(msg);
       this.batches++;
       traced?.end();
