@@ -218,9 +218,80 @@ describe('parseModelConfig: defaults and runtime', () => {
     });
   });
 
-  it('reads the config with every field, keeping the parsed message as raw', async () => {
+  it('refuses a field that changes answers at its line, in file order; fields read differently are listed', async () => {
     const text = await readFile(fixture('configs/all-fields.pbtxt'), 'utf8');
-    const c = parseModelConfig(text, { file: 'all-fields.pbtxt', modelName: 'all_fields' });
+    const opts = { file: 'all-fields.pbtxt', modelName: 'all_fields' };
+    assert.throws(
+      () => parseModelConfig(text, opts),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.field === 'batch_input' &&
+        e.line === 39 &&
+        e.message ===
+          'all-fields.pbtxt:39:1: batch_input is not supported: batch inputs (ragged batching) are not assembled by the mesh; remove batch_input',
+    );
+    // Each refused block in turn, with its exact message.
+    const refusals: Array<[string, string, string]> = [
+      [
+        'batch_output { target_name: [ "y" ] }',
+        'batch_output',
+        'batch outputs (scatter by input shape) are not supported; remove batch_output',
+      ],
+      [
+        'model_operations { op_library_filename: [ "x.so" ] }',
+        'model_operations',
+        'custom operator libraries are not loaded; build the operators into the model or remove model_operations',
+      ],
+      [
+        'model_repository_agents { agents [ { name: "checksum" } ] }',
+        'model_repository_agents',
+        'repository agents (checksums, decryption) are not run; remove model_repository_agents',
+      ],
+      [
+        'response_cache { enable: true }',
+        'response_cache',
+        'responses are not cached yet; set enable: false or remove response_cache',
+      ],
+      [
+        'model_transaction_policy { decoupled: true }',
+        'model_transaction_policy',
+        'decoupled models (several responses per request) are not served; set decoupled: false',
+      ],
+      [
+        'instance_group [ { count: 1 rate_limiter { priority: 1 } } ]',
+        'instance_group[0].rate_limiter',
+        "the rate limiter is not implemented; bound a model's work with instance_group.count and max_queue_size instead",
+      ],
+      [
+        'instance_group [ { count: 1 passive: true } ]',
+        'instance_group[0].passive',
+        'passive instances are not supported; remove passive: true',
+      ],
+    ];
+    for (const [block, field, say] of refusals) {
+      assert.throws(
+        () => parse(`backend: "onnxruntime"\nmax_batch_size: 2\n${IO}${block}\n`),
+        (e: unknown) =>
+          e instanceof ConfigError && e.field === field && e.message.endsWith(`${field} is not supported: ${say}`),
+        block,
+      );
+    }
+    // Their harmless forms load: caching off, not decoupled.
+    assert.doesNotThrow(() =>
+      parse(
+        `backend: "onnxruntime"\n${IO}response_cache { enable: false }\nmodel_transaction_policy { decoupled: false }\n`,
+      ),
+    );
+
+    // Without the refused blocks everything else loads, and each field read differently is one warning line.
+    const kept = text
+      .replace(/batch_input \[[\s\S]*?\} \]\n/, '')
+      .replace(/batch_output \{.*\}\n/, '')
+      .replace(/ *rate_limiter \{.*\}\n/, '')
+      .replace(/model_operations \{.*\}\n/, '')
+      .replace(/model_repository_agents \{.*\}\n/, '')
+      .replace(/response_cache \{.*\}\n/, '');
+    const c = parseModelConfig(kept, opts);
     assert.equal(c.runtime, 'ort');
     assert.equal(c.platform, 'onnxruntime_onnx');
     assert.equal(c.defaultModelFilename, 'detector.onnx');
@@ -231,27 +302,36 @@ describe('parseModelConfig: defaults and runtime', () => {
       { name: 'all_fields_1', kind: 'KIND_GPU', count: 1, gpus: [0, 1] },
     ]);
     assert.deepEqual([...c.parameters], [['threads', '4']]);
-    assert.deepEqual(c.raw.response_cache as object, { enable: true });
     assert.deepEqual(c.raw.model_transaction_policy as object, { decoupled: false });
+    assert.deepEqual(c.warnings, [
+      'all-fields.pbtxt:39:1: optimization ignored: its accelerators and priorities are for other backends',
+      'all-fields.pbtxt:79:5: instance_group[1].kind read as KIND_AUTO: each instance is a lane on every device its workers lease (NPU streams or CPU lanes)',
+      "all-fields.pbtxt:79:20: instance_group[1].gpus ignored: the devices a model runs on are its workers' leases (and the GE backend's device_ids parameter)",
+      'all-fields.pbtxt:79:35: instance_group[1].profile ignored (TensorRT profiles)',
+      'all-fields.pbtxt:79:52: instance_group[1].secondary_devices ignored (NVDLA devices)',
+      'all-fields.pbtxt:82:1: cc_model_filenames ignored: default_model_filename is always read',
+      'all-fields.pbtxt:83:1: metric_tags ignored: metrics carry model and version labels',
+      "all-fields.pbtxt:95:1: model_metrics ignored: histograms use the mesh's own buckets",
+    ]);
   });
 
-  it('keeps sequence_batching and ensemble_scheduling in raw', async () => {
-    const seq = parseModelConfig(await readFile(fixture('configs/sequence.pbtxt'), 'utf8'), {
-      file: 's',
-      modelName: 'seq',
-    });
-    assert.equal(seq.dynamicBatching, undefined);
+  it('refuses sequence_batching and ensemble_scheduling, saying what to do instead', async () => {
+    const refused = async (file: string, name: string) => {
+      try {
+        parseModelConfig(await readFile(fixture(`configs/${file}`), 'utf8'), { file, modelName: name });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'loaded';
+    };
     assert.equal(
-      (seq.raw.sequence_batching as { max_sequence_idle_microseconds: number }).max_sequence_idle_microseconds,
-      5000000,
+      await refused('sequence.pbtxt', 'seq'),
+      'sequence.pbtxt:6:1: sequence_batching is not supported: GE Mesh has no sequence batcher, so a stateful model would lose its sequence state; serve a stateless model with dynamic_batching instead',
     );
-    assert.deepEqual(seq.tiers, [1, 2, 4]);
-    const ens = parseModelConfig(await readFile(fixture('configs/ensemble.pbtxt'), 'utf8'), {
-      file: 'e',
-      modelName: 'ens',
-    });
-    assert.equal((ens.raw.ensemble_scheduling as { step: unknown[] }).step.length, 2);
-    assert.deepEqual(ens.tiers, [1]);
+    assert.equal(
+      await refused('ensemble.pbtxt', 'ens'),
+      "ensemble.pbtxt:6:1: ensemble_scheduling is not supported: ensembles are not served yet; call each step's model in turn",
+    );
   });
 
   it('freezes the config, its maps and its raw message', () => {

@@ -14,3 +14,4 @@ export { type ParseTextProtoOptions, parseTextProto, type TextMessage } from './
 export { type FieldLocation, fieldLocation, sourcePosition, valuePosition } from './text-format/positions.js';
 export type { EnumSchema, FieldSchema, MessageSchema, ScalarKind } from './text-format/schema.js';
 export { deriveTiers, GE_DYNAMIC_DIMS_KEY, GE_INPUT_SHAPE_KEY, type TierSource } from './tiers.js';
+export { checkUnhonouredFields, UNHONOURED_FIELDS } from './unhonoured-fields.js';

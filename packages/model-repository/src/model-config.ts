@@ -82,6 +82,8 @@ export interface ModelConfig {
   readonly parameters: ReadonlyMap<string, string>;
   /** Always set by parseModelConfig; optional only so hand-built configs need not spell it. */
   readonly versionPolicy?: VersionPolicy;
+  /** Fields loaded but read differently than Triton reads them, one located line each (see unhonoured-fields.ts). */
+  readonly warnings?: readonly string[];
   /** The parsed text-format message, for `/config` and later fields. */
   readonly raw: Readonly<Record<string, unknown>>;
 }

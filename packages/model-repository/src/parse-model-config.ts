@@ -21,6 +21,7 @@ import { ModelIOError, readModelFileIO, tensorsFromModel } from './model-io.js';
 import { parseTextProto, type TextMessage } from './text-format/parser.js';
 import { sourcePosition, valuePosition } from './text-format/positions.js';
 import { deriveTiers, TierError } from './tiers.js';
+import { checkUnhonouredFields } from './unhonoured-fields.js';
 
 export interface ParseModelConfigOptions {
   /** The config's path, as error messages should show it. */
@@ -89,6 +90,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
   }
   const name = options.modelName;
   const { runtime, platform, backend } = readRuntime(raw, r);
+  const warnings = checkUnhonouredFields(raw, options.file);
 
   const maxBatchSize = num(raw, 'max_batch_size');
   if (maxBatchSize < 0) {
@@ -186,6 +188,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,
     parameters,
     versionPolicy: readVersionPolicy(raw, r),
+    warnings,
     raw,
   };
   return deepFreeze(config);

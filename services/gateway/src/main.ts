@@ -41,6 +41,9 @@ const topo = topology(settings.namespace, settings.durability as Durability);
 
 const repository = await loadRepository(settings.modelRepository);
 for (const [name, err] of repository.errors) log.error({ model: name, err: err.message }, 'model not loaded');
+for (const [name, m] of repository.models) {
+  for (const w of m.config.warnings ?? []) log.warn({ model: name }, w);
+}
 // Model readiness follows the worker registry: a model is ready while a live worker serves it.
 const registryStore = BatchStore.connect(settings.redisUrl, settings.namespace, log);
 const workerStates = await WorkerModelStates.start(
