@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
+import { Metadata } from '@grpc/grpc-js';
 import { tinyVariants } from '../support/batcher-fixtures.js';
-import { GrpcTestClient } from '../support/grpc-client.js';
+import { f32Bytes, GrpcTestClient } from '../support/grpc-client.js';
 import { freePort, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { OtlpReceiver } from '../support/otlp-receiver.js';
 import { jsonInferBody } from '../support/reference.js';
@@ -184,6 +186,37 @@ describe("Triton's trace and logging extensions", { timeout: 180_000 }, () => {
     const refused = await call('POST', '/v2/logging', { log_verbose_level: -1 });
     assert.equal(refused.status, 400);
     assert.equal((await call('POST', '/v2/logging', { loud: true })).status, 400);
+  });
+
+  it("gRPC: a caller's traceparent in the metadata is honoured; the response metadata names the trace", async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const caller = randomBytes(8).toString('hex');
+    const md = new Metadata();
+    md.set('traceparent', `00-${traceId}-${caller}-01`);
+    const x = new Float32Array(16).fill(0.5);
+    let traceresponse = '';
+    await new Promise<void>((resolve, reject) => {
+      const c = (
+        grpc.inference.ModelInfer as (...a: unknown[]) => { on(e: string, f: (m: Metadata) => void): void }
+      ).call(
+        grpc.inference,
+        {
+          model_name: MODEL,
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 16] }],
+          raw_input_contents: [f32Bytes(x)],
+        },
+        md,
+        (err: Error | null) => (err ? reject(err) : resolve()),
+      );
+      c.on('metadata', (m: Metadata) => {
+        traceresponse = String(m.get('traceresponse')[0] ?? '');
+      });
+    });
+    assert.match(traceresponse, new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    await receiver.waitFor((s) => s.some((x) => x.traceId === traceId && x.name === 'worker batch'));
+    const root = receiver.trace(traceId).find((s) => s.name === `infer ${MODEL}`);
+    assert.equal(root?.parentSpanId, caller);
+    assert.equal(root?.attributes['gemesh.ingress'], 'grpc');
   });
 
   it('the server metadata lists both extensions', async () => {

@@ -2,7 +2,7 @@ import { MeshError } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
 import {
-  type Metadata,
+  Metadata,
   Server,
   ServerCredentials,
   type ServerDuplexStream,
@@ -179,6 +179,8 @@ export class GrpcFrontend {
     auth: string | undefined,
     deadlineMs: number | undefined,
     signal: AbortSignal,
+    metadata?: Metadata,
+    onTraced?: (traceparent: string) => void,
   ) {
     malformed(req);
     const { pipeline, maxTensorElements } = this.deps;
@@ -190,6 +192,9 @@ export class GrpcFrontend {
       version: v,
     } = await pipeline.infer({
       ingress: 'grpc',
+      // A caller's traceparent/tracestate travel as metadata, as OpenTelemetry's gRPC instrumentation sends them.
+      ...(metadata ? { traceHeaders: metadata.getMap() } : {}),
+      ...(onTraced ? { onTraced } : {}),
       model: req.model_name,
       ...(version !== undefined ? { version } : {}),
       versionFrom: 'field',
@@ -278,7 +283,13 @@ export class GrpcFrontend {
         const abort = new AbortController();
         call.on('cancelled', () => abort.abort());
         if (this.draining) throw new MeshError('SERVER_STOPPING', 'Server is stopping');
-        return this.infer(r, auth, deadlineOf(call.getDeadline()), abort.signal);
+        // The response's initial metadata names the request's trace, as REST's traceresponse header does.
+        const traced = (traceparent: string) => {
+          const md = new Metadata();
+          md.set('traceresponse', traceparent);
+          call.sendMetadata(md);
+        };
+        return this.infer(r, auth, deadlineOf(call.getDeadline()), abort.signal, call.metadata, traced);
       }),
       ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMsg, Msg>) => this.stream(call),
       ...sharedMemoryHandlers(this.unary.bind(this)),
@@ -336,7 +347,7 @@ export class GrpcFrontend {
     call.on('data', (req: ModelInferRequestMsg) => {
       if (ended) return;
       inFlight++;
-      this.infer(req, auth, deadlineOf(call.getDeadline()), abort.signal)
+      this.infer(req, auth, deadlineOf(call.getDeadline()), abort.signal, call.metadata)
         .then(
           (res) => ({ error_message: '', infer_response: res }),
           (err) => {
