@@ -233,17 +233,21 @@ void Model::ResolveInputOrder(const ge::Graph &graph) {
     int64_t index;
     std::string name;
     ge::DataType dtype;
+    std::vector<int64_t> dims;  // -1: any size
   };
   std::vector<DataInput> data;
   for (const ge::GNode &node : graph.GetDirectNode()) {
     ge::AscendString type;
     if (node.GetType(type) != ge::GRAPH_SUCCESS || std::string(type.GetString()) != "Data") continue;
-    DataInput d{static_cast<int64_t>(data.size()), "", ge::DT_UNDEFINED};
+    DataInput d{static_cast<int64_t>(data.size()), "", ge::DT_UNDEFINED, {}};
     ge::AscendString name;
     if (node.GetName(name) == ge::GRAPH_SUCCESS) d.name = name.GetString();
     (void)node.GetAttr(ge::AscendString("index"), d.index);
     ge::TensorDesc desc;
-    if (node.GetOutputDesc(0, desc) == ge::GRAPH_SUCCESS) d.dtype = desc.GetDataType();
+    if (node.GetOutputDesc(0, desc) == ge::GRAPH_SUCCESS) {
+      d.dtype = desc.GetDataType();
+      d.dims = desc.GetShape().GetDims();
+    }
     data.push_back(d);
   }
   std::sort(data.begin(), data.end(), [](const DataInput &a, const DataInput &b) { return a.index < b.index; });
@@ -272,13 +276,57 @@ void Model::ResolveInputOrder(const ge::Graph &graph) {
   }
   if (matched == inputs.size()) return;
   if (matched == 0) {
-    // GE named its Data nodes differently: fall back to the configured order.
-    for (size_t c = 0; c < inputs.size(); ++c) graph_input_of_[c] = c;
-    AddWarnings("the graph's Data nodes (" + names + ") do not carry the ONNX input names; inputs are assumed to be "
-                "configured in ONNX graph input order");
+    // GE named its Data nodes differently. Order is no evidence (two inputs of one dtype and shape
+    // would be swapped without a sound): match each configured input to the one Data node of its
+    // dtype and shape, and refuse the load when that is not unique.
+    MatchInputsByType(data.size(), [&](size_t c, size_t d) {
+      const DataInput &n = data[d];
+      return (n.dtype == ge::DT_UNDEFINED || static_cast<int32_t>(n.dtype) == inputs[c].dtype) &&
+             SameShape(n.dims, inputs[c].dims);
+    }, names);
+    AddWarnings("the graph's Data nodes (" + names + ") do not carry the ONNX input names; each input was matched "
+                "by its unique dtype and shape");
     return;
   }
   throw BridgeError(GEMESH_ERR_PARSE, "configured input(s) " + missing + " are not inputs of the model (its inputs: " + names + ")");
+}
+
+bool Model::SameShape(const std::vector<int64_t> &graph, const std::vector<int64_t> &configured) {
+  if (graph.empty()) return true;  // the graph does not say
+  if (graph.size() != configured.size()) return false;
+  for (size_t i = 0; i < graph.size(); ++i) {
+    if (graph[i] >= 0 && configured[i] >= 0 && graph[i] != configured[i]) return false;
+  }
+  return true;
+}
+
+void Model::MatchInputsByType(size_t data_count, const std::function<bool(size_t, size_t)> &fits,
+                              const std::string &names) {
+  const std::vector<TensorSpec> &inputs = tiers_[0].inputs;
+  std::string ambiguous;
+  std::vector<bool> taken(data_count, false);
+  for (size_t c = 0; c < inputs.size(); ++c) {
+    size_t found = 0;
+    size_t at = 0;
+    for (size_t d = 0; d < data_count; ++d) {
+      if (fits(c, d)) {
+        ++found;
+        at = d;
+      }
+    }
+    if (found != 1 || taken[at]) {
+      ambiguous += (ambiguous.empty() ? "" : ", ") + inputs[c].name;
+      continue;
+    }
+    taken[at] = true;
+    graph_input_of_[c] = at;
+  }
+  if (ambiguous.empty()) return;
+  throw BridgeError(GEMESH_ERR_PARSE,
+                    "the graph's Data nodes (" + names + ") do not carry the ONNX input names, and input(s) " +
+                        ambiguous +
+                        " cannot be told apart by dtype and shape; keep the ONNX input names on the graph's Data "
+                        "nodes (name them as the config does) so each input reaches the right one");
 }
 
 void Model::AddWarnings(const std::string &text) {

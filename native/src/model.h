@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,6 +68,10 @@ class Model {
   void AddWarnings(const std::string &text);
   void LoadTier(uint32_t tier, const gemesh_model_config &config, const Options &graph_options);
   void ResolveInputOrder(const ge::Graph &graph);
+  /// Maps configured input c to the one Data node d with fits(c, d); throws naming the inputs that have none or several.
+  void MatchInputsByType(size_t data_count, const std::function<bool(size_t, size_t)> &fits, const std::string &names);
+  /// Same rank and equal sizes where both are known (-1 matches any); an unknown graph shape matches.
+  static bool SameShape(const std::vector<int64_t> &graph, const std::vector<int64_t> &configured);
   void Release(std::string *failures);
   void BeginRun();
   void EndRun();

@@ -184,6 +184,68 @@ describe('bridge errors and warnings', { skip: skipNative }, () => {
     );
   });
 
+  test('Data nodes without the ONNX names: each input matched by its unique dtype and shape; twins refused', {
+    skip: skipUnlessSimulator,
+  }, () => {
+    // y = table[ids] + x, its inputs in the graph as (ids, x) and configured as (x, ids): order is no evidence.
+    const mixed = writeModel(tmp.dir, 'mixed', (g) => {
+      const ids = g.input('ids', 'INT64', ['batch', 3]);
+      const x = g.input('x', 'FP32', ['batch', 3, 2]);
+      const table = g.floats(
+        'table',
+        [10, 2],
+        Array.from({ length: 20 }, (_, i) => i / 2),
+      );
+      g.output(g.op('Add', [g.op('Gather', [table, ids]), x], {}, 'y'), 'FP32', ['batch', 3, 2]);
+    });
+    // y = a - b: swapping the two would only flip the sign.
+    const twins = writeModel(tmp.dir, 'twins', (g) => {
+      const a = g.input('a', 'FP32', ['batch', 4]);
+      const b = g.input('b', 'FP32', ['batch', 4]);
+      g.output(g.op('Sub', [a, b], {}, 'y'), 'FP32', ['batch', 4]);
+    });
+    process.env.GEMESH_SIM_DATA_NAMES = 'generic';
+    try {
+      const model = load({
+        modelPath: mixed,
+        inputs: [
+          { name: 'x', dataType: 'FP32' },
+          { name: 'ids', dataType: 'INT64' },
+        ],
+        tiers: batchTiers([[3, 2], [3]], [1]),
+      });
+      try {
+        assert.deepEqual(model.warnings, [
+          "the graph's Data nodes (data_0, data_1) do not carry the ONNX input names; each input was matched by its unique dtype and shape",
+        ]);
+        const x = new Float32Array([0.25, -1, 2, 0.5, -0.75, 3]);
+        const ids = new BigInt64Array([7n, 0n, 3n]);
+        const y = new Float32Array(6);
+        model.run(0, 0, [x, ids], [y]);
+        // table[r] = [r, r + 0.5]
+        const want = [7, 7.5, 0, 0.5, 3, 3.5].map((t, i) => t + (x[i] as number));
+        assert.ok(maxAbsDiff(y, Float32Array.from(want)) <= 1e-6, `${[...y]}`);
+      } finally {
+        model.destroy();
+      }
+      expectBridgeError(
+        () =>
+          load({
+            modelPath: twins,
+            inputs: [
+              { name: 'a', dataType: 'FP32' },
+              { name: 'b', dataType: 'FP32' },
+            ],
+            tiers: batchTiers([[4], [4]], [1]),
+          }),
+        'PARSE',
+        "the graph's Data nodes (data_0, data_1) do not carry the ONNX input names, and input(s) a, b cannot be told apart by dtype and shape",
+      );
+    } finally {
+      delete process.env.GEMESH_SIM_DATA_NAMES;
+    }
+  });
+
   test('a wrong input size is an error, and the model keeps working', () => {
     const model = load({ tiers: batchTiers([[4]], [1, 2]) });
     try {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/graph_ir.h"
+#include "common/sim_env.h"
 
 namespace ge {
 
@@ -26,6 +27,11 @@ graphStatus GNode::GetType(AscendString &type) const {
 graphStatus GNode::GetName(AscendString &name) const {
   if (!impl_) return GRAPH_FAILED;
   const auto &ir = *impl_->ir;
+  if (impl_->data && gemesh::sim::EnvString("GEMESH_SIM_DATA_NAMES", "onnx") == "generic") {
+    // As a parser that names graph inputs by position would (see native/README.md).
+    name = AscendString(("data_" + std::to_string(impl_->index)).c_str());
+    return GRAPH_SUCCESS;
+  }
   name = AscendString(impl_->data ? ir.values[ir.inputs[impl_->index]].name.c_str() : ir.nodes[impl_->index].name.c_str());
   return GRAPH_SUCCESS;
 }
