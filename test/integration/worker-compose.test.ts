@@ -31,6 +31,8 @@ type Service = {
   container_name?: string;
   stop_grace_period?: string;
   user?: string;
+  profiles?: string[];
+  expose?: string[];
 };
 type Compose = { name?: string; services: Record<string, Service>; volumes?: Record<string, unknown> };
 
@@ -98,10 +100,25 @@ describe('docker compose (static)', () => {
   const s = compose.services;
 
   it('has RabbitMQ, Redis, the model repository init, the gateway, the batcher and the workers', () => {
-    assert.deepEqual(Object.keys(s).sort(), ['batcher', 'gateway', 'models', 'rabbitmq', 'redis', 'worker']);
+    const mesh = Object.keys(s).filter((name) => s[name]?.profiles === undefined);
+    assert.deepEqual(mesh.sort(), ['batcher', 'gateway', 'models', 'rabbitmq', 'redis', 'worker']);
     assert.match(s.rabbitmq?.image ?? '', /^rabbitmq:3\.\d+/);
     assert.match(s.redis?.image ?? '', /^redis:7\.\d+/);
     assert.deepEqual(Object.keys(compose.volumes ?? {}).sort(), ['models', 'rabbitmq-data', 'redis-data']);
+  });
+
+  it('observability profile: Prometheus scrapes the port each service serves metrics on; Grafana, Jaeger', () => {
+    const observability = Object.keys(s).filter((name) => s[name]?.profiles?.includes('observability'));
+    assert.deepEqual(observability.sort(), ['grafana', 'jaeger', 'prometheus']);
+    const scrape = read('infra/prometheus/prometheus.yml');
+    for (const svc of ['gateway', 'batcher']) {
+      const port = s[svc]?.environment?.GEMESH_METRICS_PORT;
+      assert.ok(port && scrape.includes(`"${svc}:${port}"`), `${svc} scraped on ${port}`);
+    }
+    const workerPort = s.worker?.environment?.GEMESH_METRICS_PORT ?? '';
+    assert.match(scrape, new RegExp(`names: \\["worker"\\]\\s+type: A\\s+port: ${workerPort}`));
+    assert.deepEqual(s.worker?.expose, [workerPort]);
+    assert.ok(s.grafana?.volumes?.some((v) => v.startsWith('./infra/grafana/ge-mesh-dashboard.json:')));
   });
 
   it('persists Redis: an append-only file fsynced every second, on a volume', () => {
