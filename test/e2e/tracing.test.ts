@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { decodeMessage, encodeMessage, ingressNames } from '@ge-mesh/client';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
+import amqp from 'amqplib';
 import { tinyVariants } from '../support/batcher-fixtures.js';
-import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
+import { RABBITMQ_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import { jsonInferBody } from '../support/reference.js';
 
@@ -121,6 +123,38 @@ describe('traces across gateway, batcher and worker', { timeout: 180_000 }, () =
     assert.ok(assemble.endNs <= run.startNs + 1000n && run.endNs <= slice.startNs + 1000n);
     assert.ok(root.startNs <= work.startNs && work.endNs <= root.endNs + 5_000_000n);
     assert.ok(spans.every((s) => s.statusCode !== 2));
+  });
+
+  it('AMQP ingress: the traceparent header is honoured, the reply names the trace', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const caller = randomBytes(8).toString('hex');
+    const conn = await amqp.connect(RABBITMQ_URL);
+    try {
+      const ch = await conn.createChannel();
+      const { queue } = await ch.assertQueue('', { exclusive: true });
+      const reply = new Promise<amqp.ConsumeMessage>((resolve) => {
+        void ch.consume(queue, (m) => m && resolve(m), { noAck: true });
+      });
+      const x = new Float32Array(48).fill(0.25);
+      ch.sendToQueue(
+        ingressNames(mesh.namespace).queue,
+        encodeMessage({
+          model: MODEL,
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [3, 16], data: new Uint8Array(x.buffer) }],
+        } as never),
+        { replyTo: queue, correlationId: 'c1', headers: { traceparent: `00-${traceId}-${caller}-01` } },
+      );
+      const m = await reply;
+      assert.match(String(m.properties.headers?.traceresponse ?? ''), new RegExp(`^00-${traceId}-`));
+      assert.ok(!(decodeMessage(m.content) as { error?: string }).error);
+    } finally {
+      await conn.close();
+    }
+    const spans = await traceOf(traceId);
+    const root = spans.find((s) => s.name === `infer ${MODEL}`);
+    assert.equal(root?.parentSpanId, caller);
+    assert.equal(root?.attributes['gemesh.ingress'], 'amqp');
+    assert.ok(spans.some((s) => s.name === 'worker batch'));
   });
 
   it('without a traceparent the gateway starts the trace, and errors are recorded', async () => {

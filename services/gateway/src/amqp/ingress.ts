@@ -102,21 +102,25 @@ export class AmqpIngress {
       return;
     }
     let reply: IngressReply;
+    // The request's trace (tracing on), named in the reply's headers as REST names it in traceresponse.
+    let traceresponse: string | undefined;
     try {
-      reply = await this.process(msg);
+      reply = await this.process(msg, (tp) => {
+        traceresponse = tp;
+      });
     } catch (err) {
       const a = answerError(err, 'amqp', this.deps);
       reply = { error: a.body.error, code: a.code, status: a.status };
     }
     try {
-      await this.publishReply(replyTo, correlationId, encodeMessage(reply));
+      await this.publishReply(replyTo, correlationId, encodeMessage(reply), traceresponse);
     } catch (err) {
       this.deps.log.warn({ err, correlationId }, 'reply could not be published');
     }
     this.deps.broker.settle(msg, 'ack');
   }
 
-  private async process(msg: ConsumeMessage): Promise<IngressReplyOk> {
+  private async process(msg: ConsumeMessage, onTraced: (traceparent: string) => void): Promise<IngressReplyOk> {
     const d = this.deps;
     if (msg.content.length > d.maxBodyBytes) {
       throw new MeshError('PAYLOAD_TOO_LARGE', `request body is larger than the limit of ${d.maxBodyBytes} bytes`);
@@ -145,6 +149,7 @@ export class AmqpIngress {
       result,
     } = await d.pipeline.infer({
       ingress: 'amqp',
+      onTraced,
       ...(msg.properties.headers ? { traceHeaders: msg.properties.headers } : {}),
       model: name,
       ...(rawVersion !== undefined ? { version: String(rawVersion) } : {}),
@@ -162,7 +167,12 @@ export class AmqpIngress {
   }
 
   // Replies have their own confirm channel: a reply_to the broker refuses closes it, not the mesh's publisher.
-  private async publishReply(replyTo: string, correlationId: string | undefined, body: Buffer): Promise<void> {
+  private async publishReply(
+    replyTo: string,
+    correlationId: string | undefined,
+    body: Buffer,
+    traceresponse?: string,
+  ): Promise<void> {
     if (!this.replyCh) {
       const ch = await this.deps.broker.connection.createConfirmChannel();
       ch.on('error', (err: Error) => this.deps.log.warn({ err }, 'reply channel closed by the broker'));
@@ -177,7 +187,11 @@ export class AmqpIngress {
         '',
         replyTo,
         body,
-        { contentType: MSGPACK_CONTENT_TYPE, ...(correlationId !== undefined ? { correlationId } : {}) },
+        {
+          contentType: MSGPACK_CONTENT_TYPE,
+          ...(correlationId !== undefined ? { correlationId } : {}),
+          ...(traceresponse !== undefined ? { headers: { traceresponse } } : {}),
+        },
         (err) => (err ? reject(new Error('reply not confirmed')) : resolve()),
       );
     });
