@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
-import { ConfigError, deriveTiers, type ModelConfig, parseModelConfig } from '@ge-mesh/model-repository';
+import { ConfigError, deriveTiers, type ModelConfig, parseModelConfig, priorityLevel } from '@ge-mesh/model-repository';
 import { ElemType, encodeModel, GraphBuilder, makeModel } from '@ge-mesh/onnx';
 
 const FILE = 'models/tiny/config.pbtxt';
@@ -332,6 +332,17 @@ describe('parseModelConfig: defaults and runtime', () => {
       await refused('ensemble.pbtxt', 'ens'),
       "ensemble.pbtxt:6:1: ensemble_scheduling is not supported: ensembles are not served yet; call each step's model in turn",
     );
+  });
+
+  it('maps a request priority to a level as Triton does (one rule for gateway and batchers)', () => {
+    const db = parse(
+      `backend: "onnxruntime"\nmax_batch_size: 2\n${IO}dynamic_batching { priority_levels: 3 default_priority_level: 2 }`,
+    ).dynamicBatching;
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 99].map((p) => priorityLevel(db, p)),
+      [2, 1, 2, 3, 2, 2],
+    );
+    assert.equal(priorityLevel(undefined, 5), 0, 'no levels: level 0');
   });
 
   it('freezes the config, its maps and its raw message', () => {

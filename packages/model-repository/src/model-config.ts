@@ -112,3 +112,15 @@ export interface Repository {
   /** The models that did not load, by name, each with the first error found. */
   readonly errors: ReadonlyMap<string, ConfigError>;
 }
+
+/**
+ * The priority level a request runs at, as Triton maps it: a priority within
+ * 1..priority_levels is kept, any other (0 included) takes
+ * default_priority_level; a model without levels has only level 0. The
+ * gateway and the batchers both map with this.
+ */
+export function priorityLevel(db: DynamicBatchingConfig | undefined, requested: number): number {
+  const n = db?.priorityLevels ?? 0;
+  if (n === 0) return 0;
+  return requested >= 1 && requested <= n ? requested : (db?.defaultPriorityLevel ?? 1);
+}

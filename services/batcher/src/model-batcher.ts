@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
-import type { DynamicBatchingConfig, RepositoryModel } from '@ge-mesh/model-repository';
+import { type DynamicBatchingConfig, priorityLevel, type RepositoryModel } from '@ge-mesh/model-repository';
 import {
   type BatchMessage,
   decode,
@@ -245,9 +245,7 @@ export class ModelBatcher {
   }
 
   private levelOf(priority: number): number {
-    const n = this.db?.priorityLevels ?? 0;
-    if (n === 0) return 0;
-    return priority >= 1 && priority <= n ? priority : (this.db?.defaultPriorityLevel ?? 1);
+    return priorityLevel(this.db, priority);
   }
 
   private onRequest(ch: Channel, msg: ConsumeMessage): void {

@@ -1,4 +1,4 @@
-import type { ModelConfig, TensorConfig } from '@ge-mesh/model-repository';
+import { type ModelConfig, priorityLevel, type TensorConfig } from '@ge-mesh/model-repository';
 import { type DataType, elementSize, MeshError, TRITON_MESSAGES, type WireTensor } from '@ge-mesh/protocol';
 import { type BytesLayoutError, checkBytesLayout } from './bytes-elements.js';
 import { MSG, requestPrefix } from './messages.js';
@@ -100,10 +100,7 @@ export function validateInfer(parsed: ParsedInfer, config: ModelConfig): Validat
       }));
   for (const o of outputs) checkOutputForm(o, outputConfigs.get(o.name) as TensorConfig);
 
-  const db = config.dynamicBatching;
-  const levels = db?.priorityLevels ?? 0;
-  const priority =
-    parsed.priority === 0 || parsed.priority > levels ? (db?.defaultPriorityLevel ?? 0) : parsed.priority;
+  const priority = priorityLevel(config.dynamicBatching, parsed.priority);
 
   return {
     inputs,
