@@ -3,10 +3,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseModelConfig, type RepositoryModel } from '@ge-mesh/model-repository';
+import { ConfigError, parseModelConfig, type RepositoryModel } from '@ge-mesh/model-repository';
 import { type BatchMessage, decode, type InferRequestMessage } from '@ge-mesh/protocol';
 import { detectDeviceCount, deviceKind, explicitDevices } from '../../services/worker/src/devices.js';
-import { coreBudget, PlacementError, placeModel, threadsPerLane } from '../../services/worker/src/lane-plan.js';
+import { coreBudget, placeModel, threadsPerLane } from '../../services/worker/src/lane-plan.js';
 import { warmupBatch, warmupSamples } from '../../services/worker/src/warmup.js';
 
 /**
@@ -62,19 +62,23 @@ describe('worker plan: placement, lanes, threads, devices', () => {
     assert.deepEqual(placeModel(geBlocks, [7], 8), { devices: [7], lanesPerDevice: 4 });
   });
 
-  it('refuses malformed device keys naming the key', () => {
-    for (const [kv, key, msg] of [
-      [{ device_ids: '0,x' }, 'device_ids', `parameter 'device_ids' must be an integer >= 0, got "x"`],
-      [
-        { device_exec_blocks: '0' },
-        'device_exec_blocks',
-        `parameter 'device_exec_blocks' must be an integer >= 1, got "0"`,
-      ],
-    ] as const) {
-      assert.throws(
-        () => placeModel(config(params(kv)), [0], 1),
-        (e: unknown) => e instanceof PlacementError && e.key === key && e.message === msg,
-      );
+  it('refuses malformed device keys when the config loads, naming the key, on every runtime', () => {
+    for (const backend of ['onnxruntime', 'npu_ge']) {
+      for (const [kv, key, msg] of [
+        [{ device_ids: '0,x' }, 'device_ids', `parameter 'device_ids' must be an integer >= 0, got "x"`],
+        [{ device_ids: '1,1' }, 'device_ids', `parameter 'device_ids' lists a device twice: "1,1"`],
+        [
+          { device_exec_blocks: '0' },
+          'device_exec_blocks',
+          `parameter 'device_exec_blocks' must be -1 (derive) or >= 1, got "0"`,
+        ],
+      ] as const) {
+        assert.throws(
+          () => config(params(kv), backend),
+          (e: unknown) => e instanceof ConfigError && e.field === `parameters["${key}"]` && e.message.endsWith(msg),
+          `${backend} ${key}`,
+        );
+      }
     }
   });
 

@@ -16,12 +16,19 @@ import { GE_DYNAMIC_DIMS_KEY, GE_INPUT_SHAPE_KEY } from './tiers.js';
  *   request across streams corrupts outputs, and the mesh spreads load
  *   across lanes by batch instead.
  */
-export interface GeParameters {
-  /** NPUs that may load the model; undefined = every device. */
+/**
+ * Where a model runs and with how many lanes: the GE backend's device keys,
+ * read the same way for every runtime (a CPU worker is a device too).
+ */
+export interface PlacementParameters {
+  /** Devices that may load the model; undefined = every device. */
   readonly deviceIds?: readonly number[];
   /** Streams (lanes) per device; undefined = derived from instance_group. */
   readonly deviceExecBlocks?: number;
   readonly instanceExecBlocks: number;
+}
+
+export interface GeParameters extends PlacementParameters {
   readonly staticModel: boolean;
   readonly dumpGraph: boolean;
   readonly dumpData: boolean;
@@ -97,10 +104,45 @@ export function checkGeOption(key: string, geKey: string, v: string): void {
   }
 }
 
-export function parseGeParameters(params: ReadonlyMap<string, string>): GeParameters {
+const PLACEMENT_KEYS = new Set(['device_ids', 'device_exec_blocks', 'instance_exec_blocks']);
+
+/** The device keys of any model's parameters (`device_ids`, `device_exec_blocks`, `instance_exec_blocks`). */
+export function parsePlacementParameters(params: ReadonlyMap<string, string>): PlacementParameters {
   let deviceIds: number[] | undefined;
   let deviceExecBlocks: number | undefined;
   let instanceExecBlocks = 1;
+  for (const [key, value] of params) {
+    const v = value.trim();
+    if (key === 'device_ids') {
+      if (v === '') continue;
+      deviceIds = v.split(',').map((s) => int(key, s.trim(), 0));
+      if (new Set(deviceIds).size !== deviceIds.length) {
+        throw new GeParameterError(key, `parameter 'device_ids' lists a device twice: "${v}"`);
+      }
+    } else if (key === 'device_exec_blocks') {
+      const n = int(key, v, -1);
+      if (n === 0)
+        throw new GeParameterError(key, `parameter 'device_exec_blocks' must be -1 (derive) or >= 1, got "0"`);
+      deviceExecBlocks = n === -1 ? undefined : n;
+    } else if (key === 'instance_exec_blocks') {
+      instanceExecBlocks = int(key, v, 1);
+    }
+  }
+  return {
+    ...(deviceIds ? { deviceIds } : {}),
+    ...(deviceExecBlocks !== undefined ? { deviceExecBlocks } : {}),
+    instanceExecBlocks,
+  };
+}
+
+export function parseGeParameters(params: ReadonlyMap<string, string>): GeParameters {
+  const placement = parsePlacementParameters(params);
+  if (placement.instanceExecBlocks !== 1) {
+    throw new GeParameterError(
+      'instance_exec_blocks',
+      `parameter 'instance_exec_blocks' must be 1: splitting one request across streams is not supported; raise instance_group count or device_exec_blocks to add streams`,
+    );
+  }
   let staticModel = false;
   let dumpGraph = false;
   let dumpData = false;
@@ -119,24 +161,8 @@ export function parseGeParameters(params: ReadonlyMap<string, string>): GeParame
       const geKey = key.slice('graph.'.length);
       checkGeOption(key, geKey, v);
       graphOptions[geKey] = v;
-    } else if (key === 'device_ids') {
-      deviceIds = v.split(',').map((s) => int(key, s.trim(), 0));
-      if (new Set(deviceIds).size !== deviceIds.length) {
-        throw new GeParameterError(key, `parameter 'device_ids' lists a device twice: "${v}"`);
-      }
-    } else if (key === 'device_exec_blocks') {
-      const n = int(key, v, -1);
-      if (n === 0)
-        throw new GeParameterError(key, `parameter 'device_exec_blocks' must be -1 (derive) or >= 1, got "0"`);
-      deviceExecBlocks = n === -1 ? undefined : n;
-    } else if (key === 'instance_exec_blocks') {
-      instanceExecBlocks = int(key, v, 1);
-      if (instanceExecBlocks !== 1) {
-        throw new GeParameterError(
-          key,
-          `parameter 'instance_exec_blocks' must be 1: splitting one request across streams is not supported; raise instance_group count or device_exec_blocks to add streams`,
-        );
-      }
+    } else if (PLACEMENT_KEYS.has(key)) {
+      // Read by parsePlacementParameters above.
     } else if (key === 'static_model') {
       staticModel = flag(key, v);
     } else if (key === 'dump_graph') {
@@ -172,9 +198,7 @@ export function parseGeParameters(params: ReadonlyMap<string, string>): GeParame
   }
   const aicoreNum = sessionOptions['ge.aicoreNum'];
   return {
-    ...(deviceIds ? { deviceIds } : {}),
-    ...(deviceExecBlocks !== undefined ? { deviceExecBlocks } : {}),
-    instanceExecBlocks,
+    ...placement,
     staticModel,
     dumpGraph,
     dumpData,

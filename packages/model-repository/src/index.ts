@@ -3,8 +3,10 @@ export {
   checkGeOption,
   GeParameterError,
   type GeParameters,
+  type PlacementParameters,
   parseGeParameters,
   parseGlobalGeOptions,
+  parsePlacementParameters,
 } from './ge-parameters.js';
 export * from './model-config.js';
 export { MODEL_CONFIG_SCHEMA } from './model-config-schema.js';

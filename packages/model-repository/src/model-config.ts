@@ -1,6 +1,6 @@
 import type { DataType } from '@ge-mesh/protocol';
 import type { ConfigError } from './config-error.js';
-import type { GeParameters } from './ge-parameters.js';
+import type { GeParameters, PlacementParameters } from './ge-parameters.js';
 
 /**
  * A model's configuration after `config.pbtxt` was parsed, checked and
@@ -76,6 +76,8 @@ export interface ModelConfig {
   readonly dynamicBatching?: DynamicBatchingConfig;
   /** The static batch sizes graphs are compiled for, ascending; [1] when maxBatchSize is 0 (rules: tiers.ts deriveTiers). */
   readonly tiers: readonly number[];
+  /** Devices and lanes (the GE backend's device keys), checked at load for every runtime. */
+  readonly placement?: PlacementParameters;
   /** The GE backend's parameters, checked; only for runtime 'ge'. */
   readonly ge?: GeParameters;
   readonly defaultModelFilename: string;

@@ -6,7 +6,13 @@
  */
 import { dataTypeFromConfig } from '@ge-mesh/protocol';
 import { ConfigError, type ConfigErrorKind, type SourcePosition } from './config-error.js';
-import { GeParameterError, type GeParameters, parseGeParameters } from './ge-parameters.js';
+import {
+  GeParameterError,
+  type GeParameters,
+  type PlacementParameters,
+  parseGeParameters,
+  parsePlacementParameters,
+} from './ge-parameters.js';
 import type {
   DynamicBatchingConfig,
   InstanceGroupConfig,
@@ -162,15 +168,15 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
   }
 
   let ge: GeParameters | undefined;
-  if (runtime === 'ge') {
-    try {
-      ge = parseGeParameters(parameters);
-    } catch (e) {
-      if (!(e instanceof GeParameterError)) throw e;
-      const value = (raw.parameters as Msg | undefined)?.[e.key] as Msg | undefined;
-      const at = (value && valuePosition(value, 'string_value')) ?? sourcePosition(raw, 'parameters', e.key);
-      r.fail(e.detail, at, `parameters["${e.key}"]`);
-    }
+  let placement: PlacementParameters | undefined;
+  try {
+    if (runtime === 'ge') ge = parseGeParameters(parameters);
+    placement = ge ?? parsePlacementParameters(parameters);
+  } catch (e) {
+    if (!(e instanceof GeParameterError)) throw e;
+    const value = (raw.parameters as Msg | undefined)?.[e.key] as Msg | undefined;
+    const at = (value && valuePosition(value, 'string_value')) ?? sourcePosition(raw, 'parameters', e.key);
+    r.fail(e.detail, at, `parameters["${e.key}"]`);
   }
 
   const config: ModelConfig = {
@@ -185,6 +191,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     ...(dynamicBatching ? { dynamicBatching } : {}),
     tiers,
     ...(ge ? { ge } : {}),
+    ...(placement ? { placement } : {}),
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,
     parameters,
     versionPolicy: readVersionPolicy(raw, r),

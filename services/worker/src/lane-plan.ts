@@ -1,4 +1,4 @@
-import type { ModelConfig } from '@ge-mesh/model-repository';
+import type { ModelConfig, PlacementParameters } from '@ge-mesh/model-repository';
 
 /**
  * Where a model runs on a worker and with how many lanes, by the GE backend's
@@ -15,49 +15,12 @@ export interface Placement {
   readonly lanesPerDevice: number;
 }
 
-export class PlacementError extends Error {
-  constructor(
-    readonly key: string,
-    message: string,
-  ) {
-    super(message);
-  }
+/** The device keys of a config, checked when it was loaded (model-repository's parsePlacementParameters). */
+export function deviceParameters(config: ModelConfig): PlacementParameters {
+  return config.placement ?? DEFAULT_PLACEMENT;
 }
 
-interface DeviceParameters {
-  readonly deviceIds?: readonly number[];
-  readonly deviceExecBlocks?: number;
-  readonly instanceExecBlocks: number;
-}
-
-function intParam(key: string, v: string, min: number): number {
-  if (!/^[0-9]+$/.test(v.trim()) || Number(v) < min) {
-    throw new PlacementError(key, `parameter '${key}' must be an integer >= ${min}, got "${v}"`);
-  }
-  return Number(v);
-}
-
-/** The device keys of a config: from the checked GE parameters (runtime ge) or read here (ort). */
-export function deviceParameters(config: ModelConfig): DeviceParameters {
-  if (config.ge) return config.ge;
-  const p = config.parameters;
-  const ids = p.get('device_ids');
-  const blocks = p.get('device_exec_blocks');
-  let deviceIds: number[] | undefined;
-  if (ids !== undefined && ids.trim() !== '') {
-    deviceIds = ids.split(',').map((s) => intParam('device_ids', s, 0));
-  }
-  // -1 is the GE backend's "derive it" default.
-  const deviceExecBlocks =
-    blocks === undefined || blocks.trim() === '-1' ? undefined : intParam('device_exec_blocks', blocks, 1);
-  const ieb = p.get('instance_exec_blocks');
-  const instanceExecBlocks = ieb === undefined ? 1 : intParam('instance_exec_blocks', ieb, 1);
-  return {
-    ...(deviceIds ? { deviceIds } : {}),
-    ...(deviceExecBlocks !== undefined ? { deviceExecBlocks } : {}),
-    instanceExecBlocks,
-  };
-}
+const DEFAULT_PLACEMENT: PlacementParameters = { instanceExecBlocks: 1 };
 
 /**
  * Placement of a model on a worker holding `held` devices of a machine with
