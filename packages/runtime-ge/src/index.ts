@@ -17,7 +17,8 @@ export { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
  * worker_thread. Output buffers are allocated once per tier.
  */
 export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
-  const params = parseGeParameters(new Map(Object.entries(spec.parameters)));
+  // Checked once when the config loaded; a spec built by hand (tools, tests) is checked here.
+  const params = spec.ge ?? parseGeParameters(new Map(Object.entries(spec.parameters)));
   const globalOptions = parseGlobalGeOptions(process.env.GE_NPU_CONFIG, spec.runtimeOptions?.geOptions);
   setNativeEnv(geDiagnosticsEnv(params));
 

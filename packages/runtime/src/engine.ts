@@ -25,6 +25,13 @@ export interface EngineModelSpec {
   readonly batched: boolean;
   /** config.pbtxt `parameters`, for runtime-specific options. */
   readonly parameters: Readonly<Record<string, string>>;
+  /** Runtime ge: the GE backend's parameters as the model repository checked them at load. */
+  readonly ge?: {
+    readonly sessionOptions: Readonly<Record<string, string>>;
+    readonly graphOptions: Readonly<Record<string, string>>;
+    readonly dumpGraph: boolean;
+    readonly profiling: 'off' | 'on' | 'dynamic';
+  };
   /** CPU threads this lane may use inside one run. */
   readonly threads: number;
   /** Index of this lane on its device (its stream). */

@@ -90,6 +90,7 @@ export class ServedModel {
       tiers: m.config.tiers,
       batched: m.config.maxBatchSize > 0,
       parameters: Object.fromEntries(m.config.parameters),
+      ...(m.config.ge ? { ge: m.config.ge } : {}),
       threads: this.threads,
       stream,
       deviceId: device,
