@@ -71,6 +71,7 @@ describe('parseModelConfig: the GE backend example style', () => {
     assert.deepEqual(c.tiers, [1, 2, 4, 8, 16]);
     assert.deepEqual(c.dynamicBatching, {
       preferredBatchSize: [4, 8],
+      preferredBatchSizeListed: true,
       maxQueueDelayMicroseconds: 2000,
       preserveOrdering: false,
       priorityLevels: 0,
@@ -157,6 +158,7 @@ describe('parseModelConfig: defaults and runtime', () => {
     );
     assert.deepEqual(c.dynamicBatching, {
       preferredBatchSize: [2, 8],
+      preferredBatchSizeListed: true,
       maxQueueDelayMicroseconds: 500,
       preserveOrdering: false,
       priorityLevels: 3,

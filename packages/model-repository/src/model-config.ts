@@ -36,6 +36,8 @@ export interface QueuePolicy {
 export interface DynamicBatchingConfig {
   /** Ascending, unique; `[maxBatchSize]` when the config lists none (Triton's default). */
   readonly preferredBatchSize: readonly number[];
+  /** The config lists `preferred_batch_size` (else the batchers may prefer the tiers, as the GE backend suggests). */
+  readonly preferredBatchSizeListed?: boolean;
   readonly maxQueueDelayMicroseconds: number;
   readonly preserveOrdering: boolean;
   readonly priorityLevels: number;

@@ -434,6 +434,7 @@ function readDynamicBatching(raw: Msg, maxBatchSize: number, r: Reader): Dynamic
     // Triton: an empty list means [max_batch_size]. Sorted, as Triton's batcher keeps them in a set.
     preferredBatchSize:
       preferred.length > 0 ? [...new Set(preferred)].sort((a, b) => a - b) : maxBatchSize > 0 ? [maxBatchSize] : [],
+    preferredBatchSizeListed: 'preferred_batch_size' in db,
     maxQueueDelayMicroseconds: num(db, 'max_queue_delay_microseconds'),
     preserveOrdering,
     priorityLevels: levels,

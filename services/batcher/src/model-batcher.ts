@@ -47,9 +47,8 @@ const LEAD_TTL_MS = 5_000;
 export function batchShape(model: RepositoryModel): BatchShape {
   const c = model.config;
   const db = c.dynamicBatching;
-  const raw = c.raw.dynamic_batching as Record<string, unknown> | undefined;
   // The GE backend docs ask for preferred sizes derived from the tiers; an explicit list is Triton's.
-  const explicit = raw !== undefined && raw.preferred_batch_size !== undefined;
+  const explicit = db?.preferredBatchSizeListed === true;
   const maxBatch = c.maxBatchSize > 0 ? c.maxBatchSize : 1;
   return {
     tiers: c.tiers,
