@@ -65,11 +65,3 @@ export class BatchClaims {
     });
   }
 }
-
-/**
- * Fault injection for tests only: GEMESH_TEST_LANE_DELAY_MS (read once at
- * startup) holds every batch this long before it runs, like Triton's
- * `execute_delay_ms` test model, so queue limits and timeouts can be
- * exercised against a deliberately slow worker. Never set it in production.
- */
-export const TEST_LANE_DELAY_MS = Math.max(0, Number(process.env.GEMESH_TEST_LANE_DELAY_MS ?? 0) || 0);

@@ -11,13 +11,13 @@ import {
   WorkerMetrics,
 } from '@ge-mesh/telemetry/metrics';
 import { startTracing } from '@ge-mesh/telemetry/tracing';
-import { BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
+import { BatchClaims } from './batch-claims.js';
 import { DeadLetters } from './dead-letters.js';
 import { detectDeviceCount, deviceKind, explicitDevices } from './devices.js';
 import { coreBudget, type Placement, placeModel, threadsPerLane } from './lane-plan.js';
 import { ServedModel, type ServedModelDeps } from './served-model.js';
 import { loadWorkerSettings } from './settings.js';
-import { TEST_CRASH_ON_REQUEST, TEST_LOAD_DELAY_MS } from './test-faults.js';
+import { TEST_CRASH_ON_REQUEST, TEST_LANE_DELAY_MS, TEST_LOAD_DELAY_MS } from './test-faults.js';
 import { WorkerPresence } from './worker-presence.js';
 
 /**

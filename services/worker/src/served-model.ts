@@ -4,11 +4,11 @@ import { type BatchMessage, decode, versionMismatch } from '@ge-mesh/protocol';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
-import { type BatchClaims, TEST_LANE_DELAY_MS } from './batch-claims.js';
+import type { BatchClaims } from './batch-claims.js';
 import { traceWorkerBatch, type WorkerBatchTrace } from './batch-tracing.js';
 import type { Placement } from './lane-plan.js';
 import { LanePool } from './lane-pool.js';
-import { TEST_LOAD_DELAY_MS } from './test-faults.js';
+import { TEST_LANE_DELAY_MS, TEST_LOAD_DELAY_MS } from './test-faults.js';
 import { warmupBatch, warmupFailure, warmupSamples } from './warmup.js';
 
 export interface ServedModelDeps {
