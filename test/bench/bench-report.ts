@@ -5,6 +5,7 @@ import { barChartSvg, type LevelResult, lineChartSvg } from '@ge-mesh/loadgen';
 import type { EngineRow } from './engine-alone.js';
 import type { UsageRow } from './host-processes.js';
 import { latencySpec, modelledCeiling, type SimModel } from './sim-models.js';
+import { type TracingRow, tracingSection } from './tracing-overhead.js';
 
 /** What one `npm run bench` measured, and how REPORT.md and the plots present it. */
 export const SETUP = {
@@ -66,6 +67,8 @@ export interface BenchData {
   scaling: { model: SimModel; windowMs: number; rows: ScalingRow[] };
   rate: RateRun;
   usage: UsageRow[];
+  /** Tracing off vs on (tracing-overhead.ts); absent when not measured. */
+  tracing?: TracingRow[];
 }
 
 const ms = (us: number | undefined) => (us === undefined || Number.isNaN(us) ? '–' : (us / 1000).toFixed(2));
@@ -330,6 +333,8 @@ export function renderReport(d: BenchData, totalSeconds: number): string {
     ...scalingSection(d),
     '',
     ...rateSection(d),
+    '',
+    ...tracingSection(d.tracing ?? []),
     '',
     ...engineSection(d),
     '',

@@ -49,12 +49,14 @@ import { type Proc, ScenarioMeter } from './host-processes.js';
 import { type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
 import { type SimModel, writeSimRepository } from './sim-models.js';
+import { measureTracingOverhead, tracingSection } from './tracing-overhead.js';
 
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
     // `--only grpc`: tiny over HTTP and over gRPC on one mesh (c=1, 16, 64; c=4 with --quick), printed, no report.
+    // `--only tracing`: tiny with tracing off and on (tracing-overhead.ts), printed, no report.
     only: { type: 'string' },
   },
 });
@@ -469,11 +471,19 @@ if (values.only === 'grpc') {
   process.exit(0);
 }
 
+const tracingLevels = QUICK ? [16] : [1, 16, 64];
+if (values.only === 'tracing') {
+  const rows = await measureTracingOverhead({ levels: tracingLevels, log });
+  process.stdout.write(`${tracingSection(rows).join('\n')}\n`);
+  process.exit(0);
+}
+
 log(`benchmark${QUICK ? ' (quick)' : ''}: writing to ${OUT}`);
 await engineAlone();
 await naiveServers();
 await meshDefault();
 await meshDurable();
+data.tracing = await measureTracingOverhead({ levels: tracingLevels, rounds: QUICK ? 1 : 3, windowMs: WINDOW_MS, log });
 for (const mode of ['fast', 'durable'] as const) await messaging(mode);
 await clipSim();
 await scaling();
