@@ -12,9 +12,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
-import { httpTarget, LoadDriver, percentile } from '@ge-mesh/loadgen';
-import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
-import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
+import { startTestMesh } from '../support/mesh-harness.js';
+import { type Load, type Side, type SideRow, sideBySide } from './side-by-side.js';
 
 const { values } = parseArgs({
   options: {
@@ -33,10 +32,6 @@ const log = (s: string) => process.stderr.write(`${s}\n`);
 type Harness = { startTestMesh: typeof startTestMesh };
 const base = (await import(join(values.base, 'test/support/mesh-harness.ts'))) as Harness;
 
-interface Side {
-  label: string;
-  mesh: TestMesh;
-}
 const model = values.model;
 const opts = {
   models: [model],
@@ -47,9 +42,6 @@ const sides: Side[] = [
   { label: 'before', mesh: await base.startTestMesh(opts) },
   { label: 'after', mesh: await startTestMesh(opts) },
 ];
-const shared = brokerAndRedisPids().map((p) => p.pid);
-
-type Load = { kind: 'concurrency'; concurrency: number } | { kind: 'rate'; perSec: number };
 // tiny measures the mesh's own cost; a real model (resnet18) is bound by compute and tensor bytes.
 const LOADS: Array<{ name: string; load: Load }> =
   model === 'tiny'
@@ -65,62 +57,9 @@ const LOADS: Array<{ name: string; load: Load }> =
         { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
       ];
 
-interface Row {
-  load: string;
-  side: string;
-  inferPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  cpuMsPerRequest: number;
-  errors: number;
-}
-const rows: Row[] = [];
+let rows: SideRow[] = [];
 try {
-  for (const { name, load } of LOADS) {
-    const acc = new Map<string, { lat: number[]; answered: number; errors: number; secs: number; cpu: number }>();
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const side of sides) {
-        const target = await httpTarget({
-          url: side.mesh.url,
-          model,
-          batch: 1,
-          inputData: 'random',
-          binary: true,
-        });
-        const mode = load.kind === 'rate' ? { ...load, distribution: 'constant' as const } : load;
-        const d = new LoadDriver(target.send, mode);
-        d.start();
-        await d.window(500);
-        // Only this side's processes and the shared broker and Redis run now.
-        const pids = [...side.mesh.services.map((s) => s.child.pid ?? 0), ...shared];
-        const c0 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
-        const w = await d.window(WINDOW_MS);
-        const c1 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
-        await d.stop();
-        await target.close();
-        const a = acc.get(side.label) ?? { lat: [], answered: 0, errors: 0, secs: 0, cpu: 0 };
-        a.lat.push(...w.latenciesUs);
-        a.answered += w.requests - w.errors;
-        a.errors += w.errors;
-        a.secs += WINDOW_MS / 1000;
-        a.cpu += c1 - c0;
-        acc.set(side.label, a);
-        log(`${name} round ${round + 1}/${ROUNDS} ${side.label}: ${w.inferPerSec.toFixed(0)} infer/s`);
-      }
-    }
-    for (const [side, a] of acc) {
-      const sorted = Float64Array.from(a.lat).sort();
-      rows.push({
-        load: name,
-        side,
-        inferPerSec: a.answered / a.secs,
-        p50Ms: percentile(sorted, 50) / 1000,
-        p99Ms: percentile(sorted, 99) / 1000,
-        cpuMsPerRequest: (a.cpu * 1000) / Math.max(1, a.answered),
-        errors: a.errors,
-      });
-    }
-  }
+  rows = await sideBySide(sides, LOADS, { model, rounds: ROUNDS, windowMs: WINDOW_MS, log });
 } finally {
   for (const s of sides) await s.mesh.teardown();
 }

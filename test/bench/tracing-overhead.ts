@@ -1,8 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { httpTarget, LoadDriver, percentile } from '@ge-mesh/loadgen';
-import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
-import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
+import { startTestMesh } from '../support/mesh-harness.js';
+import { type Side, sideBySide } from './side-by-side.js';
 
 /**
  * What tracing costs: two meshes side by side on tiny, one as a default run
@@ -19,7 +18,7 @@ export interface TracingRow {
   readonly p99Ms: number;
   /** Every mesh process, RabbitMQ and Redis, per answered request. */
   readonly cpuMsPerRequest: number;
-  /** Spans the sink received while measuring (0 when off). */
+  /** OTLP exports the sink received during the measured windows (0 when off). */
   readonly spans: number;
 }
 
@@ -60,67 +59,30 @@ export async function measureTracingOverhead(opts: TracingOptions = {}): Promise
     logLevel: 'warn',
     flags: { batcher: ['--models', 'tiny'], worker: ['--models', 'tiny'] },
   };
-  const sides: Array<{ tracing: TracingRow['tracing']; mesh: TestMesh }> = [];
+  const sides: Side[] = [];
   const rows: TracingRow[] = [];
   try {
-    sides.push({ tracing: 'off', mesh: await startTestMesh(base) });
+    sides.push({ label: 'off', mesh: await startTestMesh(base) });
     sides.push({
-      tracing: 'on (100 % sampled)',
+      label: 'on (100 % sampled)',
       mesh: await startTestMesh({
         ...base,
         env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'parentbased_always_on' },
       }),
     });
-    const shared = brokerAndRedisPids().map((p) => p.pid);
-    for (const concurrency of levels) {
-      const acc = new Map<string, { lat: number[]; answered: number; secs: number; cpu: number; exports: number }>();
-      for (let round = 0; round < rounds; round++) {
-        for (const side of sides) {
-          const target = await httpTarget({
-            url: side.mesh.url,
-            model: 'tiny',
-            batch: 1,
-            inputData: 'random',
-            binary: true,
-          });
-          const d = new LoadDriver(target.send, { kind: 'concurrency', concurrency });
-          d.start();
-          await d.window(500);
-          const pids = [...side.mesh.services.map((s) => s.child.pid ?? 0), ...shared];
-          const c0 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
-          const e0 = sink.exports();
-          const w = await d.window(windowMs);
-          const c1 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
-          const e1 = sink.exports();
-          await d.stop();
-          await target.close();
-          const a = acc.get(side.tracing) ?? { lat: [], answered: 0, secs: 0, cpu: 0, exports: 0 };
-          a.lat.push(...w.latenciesUs);
-          a.answered += w.requests - w.errors;
-          a.secs += windowMs / 1000;
-          a.cpu += c1 - c0;
-          a.exports += e1 - e0;
-          acc.set(side.tracing, a);
-          log(
-            `tracing ${side.tracing}, c=${concurrency}, round ${round + 1}/${rounds}: ${w.inferPerSec.toFixed(0)} infer/s`,
-          );
-        }
-      }
-      for (const side of sides) {
-        const a = acc.get(side.tracing);
-        if (!a) continue;
-        const sorted = Float64Array.from(a.lat).sort();
-        rows.push({
-          tracing: side.tracing,
-          concurrency,
-          inferPerSec: a.answered / a.secs,
-          p50Ms: percentile(sorted, 50) / 1000,
-          p99Ms: percentile(sorted, 99) / 1000,
-          cpuMsPerRequest: (a.cpu * 1000) / Math.max(1, a.answered),
-          spans: a.exports,
-        });
-      }
-    }
+    const loads = levels.map((c) => ({ name: `c=${c}`, load: { kind: 'concurrency' as const, concurrency: c } }));
+    const measured = await sideBySide(sides, loads, { model: 'tiny', rounds, windowMs, log, count: sink.exports });
+    rows.push(
+      ...measured.map((r) => ({
+        tracing: r.side as TracingRow['tracing'],
+        concurrency: Number(r.load.slice(2)),
+        inferPerSec: r.inferPerSec,
+        p50Ms: r.p50Ms,
+        p99Ms: r.p99Ms,
+        cpuMsPerRequest: r.cpuMsPerRequest,
+        spans: r.counted,
+      })),
+    );
   } finally {
     for (const s of sides) await s.mesh.teardown();
     await sink.close();
