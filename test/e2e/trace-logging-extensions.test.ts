@@ -183,6 +183,22 @@ describe("Triton's trace and logging extensions", { timeout: 180_000 }, () => {
     assert.equal(viaGrpc.settings.log_verbose_level?.uint32_param, 0);
     assert.equal((await call('GET', '/v2/logging')).body.log_info, true);
 
+    // log_format ISO8601: every service's lines carry ISO 8601 times from then on.
+    const from = mesh.lines.length;
+    const iso = await call('POST', '/v2/logging', { log_format: 'ISO8601', log_verbose_level: 1 });
+    assert.equal(iso.body.log_format, 'ISO8601');
+    const isoLine = (svc: string) =>
+      mesh.lines
+        .slice(from)
+        .some(
+          (l) => l.startsWith(`[${svc}]`) && l.includes('"msg":"log level set"') && /"time":"\d{4}-\d\d-\d\dT/.test(l),
+        );
+    const isoUntil = Date.now() + 5_000;
+    while (!['gateway', 'batcher', 'worker-0'].every(isoLine) && Date.now() < isoUntil)
+      await new Promise((r) => setTimeout(r, 50));
+    for (const svc of ['gateway', 'batcher', 'worker-0']) assert.ok(isoLine(svc), `${svc} writes ISO 8601 times`);
+    await call('POST', '/v2/logging', { log_format: 'default', log_verbose_level: 0 });
+
     const refused = await call('POST', '/v2/logging', { log_verbose_level: -1 });
     assert.equal(refused.status, 400);
     assert.equal((await call('POST', '/v2/logging', { loud: true })).status, 400);

@@ -1,6 +1,8 @@
 import { type Logger, pino } from 'pino';
 import PinoPretty from 'pino-pretty';
 
+import { logTimestamp } from './log-settings.js';
+
 export * from './log-settings.js';
 export type { Logger };
 
@@ -20,7 +22,7 @@ export function createLogger(
   level = process.env.GEMESH_LOG_LEVEL ?? 'info',
   format: LogFormat = (process.env.GEMESH_LOG_FORMAT as LogFormat | undefined) ?? 'auto',
 ): Logger {
-  const options = { name: service, level, base: { service, pid: process.pid } };
+  const options = { name: service, level, base: { service, pid: process.pid }, timestamp: logTimestamp };
   const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
   if (!pretty) return pino(options);
   return pino(

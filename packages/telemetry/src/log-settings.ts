@@ -48,12 +48,21 @@ export function isLogSettings(v: unknown): v is LogSettings {
   );
 }
 
+/** Triton's log_format for every line of this process: epoch ms ('default') or ISO 8601 UTC. */
+let isoTime = false;
+
+/** pino's `timestamp` option: reads the format in effect at each line, so log_format applies at runtime. */
+export function logTimestamp(): string {
+  return isoTime ? `,"time":"${new Date().toISOString()}"` : `,"time":${Date.now()}`;
+}
+
 /**
- * Sets the logger's level from the settings and says so in the log: after
- * the change when it shows more, before it when it shows less (so the line
- * is seen either way).
+ * Sets the line time format and the logger's level from the settings, and
+ * says so in the log: after the change when it shows more, before it when it
+ * shows less (so the line is seen either way).
  */
 export function applyLogSettings(log: Logger, s: LogSettings): void {
+  isoTime = s.log_format === 'ISO8601';
   const next = levelOfLogSettings(s);
   if (next === log.level) return;
   const line = { logLevel: next, verbose: s.log_verbose_level };
