@@ -1,33 +1,22 @@
 import { MeshClient } from '@ge-mesh/client';
-import { Pool } from 'undici';
 import type { Send } from './driver.js';
-import { buildInputSets, fetchModelMeta, type ModelMeta } from './kserve-http.js';
+import { buildInputSets, type MetaTargetOptions, type ModelMeta, modelMetaOf } from './kserve-http.js';
 
 /**
  * The AMQP ingress as a load target: the same requests as over HTTP, sent
  * with the project's producer client (direct reply-to, publisher confirms).
  * The model's metadata still comes from the gateway's HTTP API.
  */
-export interface AmqpTargetOptions {
+export interface AmqpTargetOptions extends MetaTargetOptions {
   rabbitmqUrl: string;
   namespace: string;
-  /** Gateway HTTP URL, for the model's metadata. */
-  url: string;
-  model: string;
-  version?: string;
-  batch: number;
-  inputData: 'random' | 'zero';
-  shapes?: Record<string, number[]>;
-  apiKey?: string;
   timeoutMs?: number;
 }
 
 export async function amqpTarget(
   o: AmqpTargetOptions,
 ): Promise<{ send: Send; meta: ModelMeta; close(): Promise<void> }> {
-  const pool = new Pool(o.url, { connections: 2 });
-  const meta = await fetchModelMeta(pool, o.model, o.version, o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {});
-  await pool.close();
+  const meta = await modelMetaOf(o);
   const sets = buildInputSets(meta, o);
   const client = await MeshClient.connect({
     url: o.rabbitmqUrl,

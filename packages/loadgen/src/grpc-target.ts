@@ -1,9 +1,8 @@
 import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '@ge-mesh/protocol/proto';
 import { type Client, type ClientDuplexStream, credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { Pool } from 'undici';
 import type { Send } from './driver.js';
-import { buildInputSets, fetchModelMeta, type ModelMeta } from './kserve-http.js';
+import { buildInputSets, type MetaTargetOptions, type ModelMeta, modelMetaOf } from './kserve-http.js';
 
 /**
  * The gateway's KServe v2 gRPC API as a load target (perf_analyzer's
@@ -12,18 +11,10 @@ import { buildInputSets, fetchModelMeta, type ModelMeta } from './kserve-http.js
  * Tensors travel as raw_input_contents. The model's metadata comes from the
  * gateway's HTTP API, as for the other targets.
  */
-export interface GrpcTargetOptions {
+export interface GrpcTargetOptions extends MetaTargetOptions {
   /** host:port of the gateway's gRPC server. */
   grpcUrl: string;
-  /** Gateway HTTP URL, for the model's metadata. */
-  url: string;
-  model: string;
-  version?: string;
-  batch: number;
-  inputData: 'random' | 'zero';
-  shapes?: Record<string, number[]>;
   streaming?: boolean;
-  apiKey?: string;
 }
 
 type Msg = Record<string, unknown>;
@@ -32,10 +23,7 @@ type Unary = (req: Msg, md: Metadata, cb: (err: Error | null, res: Msg) => void)
 export async function grpcTarget(
   o: GrpcTargetOptions,
 ): Promise<{ send: Send; meta: ModelMeta; close(): Promise<void> }> {
-  const auth: Record<string, string> = o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {};
-  const pool = new Pool(o.url, { connections: 2 });
-  const meta = await fetchModelMeta(pool, o.model, o.version, auth);
-  await pool.close();
+  const meta = await modelMetaOf(o);
   const requests = buildInputSets(meta, o).map((set) => ({
     model_name: o.model,
     model_version: o.version ?? '',

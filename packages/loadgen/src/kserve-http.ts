@@ -137,6 +137,31 @@ export function buildInferBodies(
 }
 
 /** The model's metadata from the gateway (the AMQP target reads it over HTTP too). */
+/**
+ * What every non-HTTP target (AMQP, gRPC) shares: the model and its inputs,
+ * and the gateway HTTP URL its metadata is read from.
+ */
+export interface MetaTargetOptions {
+  /** Gateway HTTP URL, for the model's metadata. */
+  url: string;
+  model: string;
+  version?: string;
+  batch: number;
+  inputData: 'random' | 'zero';
+  shapes?: Record<string, number[]>;
+  apiKey?: string;
+}
+
+/** The model's metadata over a pool opened for that one request (targets that send elsewhere). */
+export async function modelMetaOf(o: MetaTargetOptions): Promise<ModelMeta> {
+  const pool = new Pool(o.url, { connections: 1 });
+  try {
+    return await fetchModelMeta(pool, o.model, o.version, o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {});
+  } finally {
+    await pool.close();
+  }
+}
+
 export async function fetchModelMeta(
   pool: Pool,
   model: string,
