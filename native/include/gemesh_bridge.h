@@ -44,7 +44,7 @@ extern "C" {
 #define GEMESH_API __attribute__((visibility("default")))
 
 /* Bumped on any incompatible change of this header; bindings check it at load. */
-#define GEMESH_BRIDGE_API_VERSION 1u
+#define GEMESH_BRIDGE_API_VERSION 2u
 
 /* GE's dim limit (gert::Shape::kMaxDimNum). */
 #define GEMESH_MAX_RANK 25u
@@ -98,7 +98,8 @@ typedef struct gemesh_model_config {
   const int64_t *input_dims;       /* tier-major: tier 0's inputs' dims back to back, then tier 1's, ...; all >= 1 */
   const gemesh_option *session_options; /* ge.Session options; the bridge adds ge.session_device_id,
                                            ge.graphRunMode=0, ge.constLifecycle=session and, when no
-                                           precision key is set anywhere, ge.exec.precision_mode_v2=origin */
+                                           precision key is set anywhere, ge.exec.precision_mode_v2=fp16
+                                           (GE's own inference default, force_fp16, made explicit) */
   size_t session_option_count;
   const gemesh_option *graph_options;   /* AddGraph options, the same for every graph of the model */
   size_t graph_option_count;
@@ -155,6 +156,12 @@ GEMESH_API gemesh_status gemesh_model_load(const gemesh_model_config *config, ui
 /* Warnings GE reported while loading (e.g. option keys it does not know), one
  * per line; "" if none. Thread-local copy. */
 GEMESH_API const char *gemesh_model_warnings(uint32_t model);
+
+/* The precision key GE compiles the model's graphs with, as "key=value (level)":
+ * level is graph, session or global where the caller set it (graph > session >
+ * global), or default for the bridge's ge.exec.precision_mode_v2=fp16; "" for
+ * an unknown model. Thread-local copy. */
+GEMESH_API const char *gemesh_model_precision(uint32_t model);
 
 /* Sizes of a loaded model. Any thread; any pointer may be NULL. */
 GEMESH_API gemesh_status gemesh_model_counts(uint32_t model, uint32_t *tier_count, uint32_t *stream_count,

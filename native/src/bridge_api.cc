@@ -120,6 +120,12 @@ const char *gemesh_model_warnings(uint32_t model) {
   return s == GEMESH_OK ? ThreadLocalCopy(text) : ThreadLocalCopy("");
 }
 
+const char *gemesh_model_precision(uint32_t model) {
+  std::string text;
+  const gemesh_status s = Guard([&] { text = Runtime::Get().Find(model)->precision(); });
+  return s == GEMESH_OK ? ThreadLocalCopy(text) : ThreadLocalCopy("");
+}
+
 gemesh_status gemesh_model_counts(uint32_t model, uint32_t *tier_count, uint32_t *stream_count, uint32_t *input_count,
                                   uint32_t *output_count) {
   return Guard([&] {

@@ -116,9 +116,9 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
     }
   }
   const Options graph_options = ReadOptions(c.graph_options, c.graph_option_count, "graph options");
-  const Options session_options =
-      SessionOptions(ReadOptions(c.session_options, c.session_option_count, "session options"), global_options,
-                     graph_options, c.device_id);
+  const Options caller_session = ReadOptions(c.session_options, c.session_option_count, "session options");
+  m->precision_ = PrecisionInEffect(global_options, caller_session, graph_options);
+  const Options session_options = SessionOptions(caller_session, global_options, graph_options, c.device_id);
 
   try {
     m->ctx_ = Runtime::Get().UseDevice(c.device_id);

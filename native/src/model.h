@@ -45,6 +45,8 @@ class Model {
   const TensorSpec &input(uint32_t tier, uint32_t index) const;
   const TensorSpec &output(uint32_t tier, uint32_t index) const;
   const std::string &warnings() const { return warnings_; }
+  /// The precision GE compiles the model's graphs with (options.h, PrecisionInEffect).
+  const std::string &precision() const { return precision_; }
 
  private:
   struct Tier {
@@ -86,6 +88,7 @@ class Model {
   /// graph_input_of_[config index] = graph input position.
   std::vector<size_t> graph_input_of_;
   std::string warnings_;
+  std::string precision_;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

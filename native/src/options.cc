@@ -17,6 +17,17 @@ void RequireInference(const Options &options, const char *what) {
 }
 
 bool HasPrecision(const Options &o) { return o.count(kPrecision) != 0 || o.count(kPrecisionV2) != 0; }
+
+// GE's own precision for inference when no key is given: the op engine reads
+// ge.exec.precision_mode, then _v2, and with neither and ge.graphRunMode=0 picks
+// force_fp16 (FEContextUtils::SetDefaultPrecisionMode in hicann/ge
+// compiler/engines/nn_engine/utils/common/fe_context_utils.cc, the same in every
+// tag from v8.5.0 to v9.2, where open-source GE starts, so 8.3.RC is assumed to
+// match; documented in docs/zh/api/graph_engine_api/cpp/ge/options_params/
+// precision_tuning.md: online inference defaults to force_fp16 / v2 "fp16").
+// The GE backend sets no precision key, so it runs at this default; the bridge
+// passes the v2 spelling of it explicitly, so the choice is visible and logged.
+constexpr const char *kGeInferenceDefault = "fp16";
 }  // namespace
 
 Options ReadOptions(const gemesh_option *options, size_t count, const char *what) {
@@ -53,8 +64,20 @@ Options SessionOptions(Options caller, const Options &global, const Options &gra
   caller["ge.session_device_id"] = dev;
   caller[kRunMode] = "0";
   caller.emplace("ge.constLifecycle", "session");  // weights shared by all graphs of the model
-  if (!HasPrecision(caller) && !HasPrecision(global) && !HasPrecision(graph)) caller[kPrecisionV2] = "origin";
+  if (!HasPrecision(caller) && !HasPrecision(global) && !HasPrecision(graph)) caller[kPrecisionV2] = kGeInferenceDefault;
   return caller;
+}
+
+std::string PrecisionInEffect(const Options &global, const Options &caller_session, const Options &graph) {
+  // GE's precedence: graph > session > global.
+  const std::pair<const Options *, const char *> levels[] = {{&graph, "graph"}, {&caller_session, "session"}, {&global, "global"}};
+  for (const auto &[options, level] : levels) {
+    for (const char *key : {kPrecision, kPrecisionV2}) {
+      const auto it = options->find(key);
+      if (it != options->end()) return std::string(key) + "=" + it->second + " (" + level + ")";
+    }
+  }
+  return std::string(kPrecisionV2) + "=" + kGeInferenceDefault + " (default)";
 }
 
 std::map<ge::AscendString, ge::AscendString> ToGe(const Options &options) {

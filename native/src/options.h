@@ -20,9 +20,14 @@ Options ReadOptions(const gemesh_option *options, size_t count, const char *what
 Options GlobalOptions(Options caller);
 
 /// Session options: the caller's plus device, run mode, const sharing and, when
-/// no precision key is set at any level, precision_mode_v2=origin (GE's
-/// inference default would otherwise be force_fp16).
+/// no precision key is set at any level, precision_mode_v2=fp16: GE's own
+/// inference default (force_fp16), which the GE backend runs at, made explicit.
 Options SessionOptions(Options caller, const Options &global, const Options &graph, int32_t device);
+
+/// The precision key GE applies to a model's graphs, as "key=value (level)" with
+/// level graph, session or global (the caller's options, before SessionOptions),
+/// or "ge.exec.precision_mode_v2=fp16 (default)" when none sets one.
+std::string PrecisionInEffect(const Options &global, const Options &caller_session, const Options &graph);
 
 std::map<ge::AscendString, ge::AscendString> ToGe(const Options &options);
 

@@ -9,11 +9,14 @@ import { DEMO_REPOSITORY, startTestMesh, uniqueNamespace } from '../support/mesh
 /**
  * The same end-to-end accuracy suite with the worker on runtime `ge`: the
  * native bridge over CANN GE, here linked against the CANN simulator. The
- * demo models are served as GE backend models (`backend: "npu_ge"`).
+ * demo models are served as GE backend models (`backend: "npu_ge"`) at
+ * precision `origin` (fp32): without a precision key they would run at GE's
+ * inference default, fp16 (mesh-ge-precision.test.ts checks a low precision).
  *
  * Tolerance: 2e-3 + 2e-3·|reference|: the simulator's kernels accumulate in
  * a different order than onnxruntime's (observed ~1e-5 relative on resnet18).
  */
+const FP32_PARAMETER = '\nparameters { key: "session.ge.exec.precision_mode_v2" value: { string_value: "origin" } }\n';
 const repo = join(tmpdir(), uniqueNamespace('ge-repo'));
 
 async function geRepository(): Promise<string> {
@@ -22,7 +25,10 @@ async function geRepository(): Promise<string> {
     await mkdir(join(repo, m.name, '1'), { recursive: true });
     await symlink(join(DEMO_REPOSITORY, m.name, '1', 'model.onnx'), join(repo, m.name, '1', 'model.onnx'));
     const config = await readFile(join(DEMO_REPOSITORY, m.name, 'config.pbtxt'), 'utf8');
-    await writeFile(join(repo, m.name, 'config.pbtxt'), config.replace('backend: "onnxruntime"', 'backend: "npu_ge"'));
+    await writeFile(
+      join(repo, m.name, 'config.pbtxt'),
+      config.replace('backend: "onnxruntime"', 'backend: "npu_ge"') + FP32_PARAMETER,
+    );
   }
   return repo;
 }

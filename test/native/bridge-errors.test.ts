@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { batchTiers, finalizeGe, GeBridgeError, GeModel, initGe } from '@ge-mesh/ge-bridge';
-import { f32, maxAbsDiff, skipNative, skipUnlessSimulator, tempDir, writeModel } from './support.js';
+import { FP32, f32, maxAbsDiff, skipNative, skipUnlessSimulator, tempDir, writeModel } from './support.js';
 
 // y = Relu(x · W + b), x [batch, 4]: small enough to check against plain JS.
 const W = [0.5, -1, 0.25, 1.5, 0.75, -0.5, -2, 0.125, 1, 0.25, -0.75, 0.5];
@@ -48,6 +48,8 @@ describe('bridge errors and warnings', { skip: skipNative }, () => {
       inputs: [{ name: 'x', dataType: 'FP32' }],
       tiers: batchTiers([[4]], [2]),
       ...overrides,
+      // fp32 unless a test sets its own session options: the answers are checked to 1e-6.
+      sessionOptions: overrides.sessionOptions ?? FP32,
     });
 
   before(() => {
@@ -118,7 +120,7 @@ describe('bridge errors and warnings', { skip: skipNative }, () => {
 
   test('unknown session and graph options are warnings and the model loads and runs', () => {
     const model = load({
-      sessionOptions: { 'ge.exec.precison_mode_v2': 'origin' },
+      sessionOptions: { ...FP32, 'ge.exec.precison_mode_v2': 'origin' },
       graphOptions: { 'ge.graphKey': 'k1' },
     });
     try {

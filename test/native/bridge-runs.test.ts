@@ -5,7 +5,7 @@ import { batchTiers, deviceMemory, finalizeGe, GeBridgeError, GeModel, initGe } 
 import { createPrng } from '@ge-mesh/onnx';
 import * as ort from 'onnxruntime-node';
 import { type LaneResult, runLane, runLanesTogether } from './lanes.js';
-import { maxAbs, maxAbsDiff, skipNative, skipUnlessSimulator, tempDir, writeModel } from './support.js';
+import { FP32, maxAbs, maxAbsDiff, skipNative, skipUnlessSimulator, tempDir, writeModel } from './support.js';
 
 const IN = 256;
 const HIDDEN = 512;
@@ -56,6 +56,7 @@ describe('running models', { skip: skipNative }, () => {
       streams,
       inputs: [{ name: 'x', dataType: 'FP32' }],
       tiers: batchTiers([[IN]], [1, BATCH]),
+      sessionOptions: FP32,
       ...(graphOptions ? { graphOptions } : {}),
     });
 
@@ -170,6 +171,7 @@ describe('running models', { skip: skipNative }, () => {
       streams: 3,
       inputs: [{ name: 'x', dataType: 'FP32' }],
       tiers: batchTiers([[IN]], [1, 4, BATCH]),
+      sessionOptions: FP32,
     });
     assert.ok(deviceMemory(0).freeBytes < base0.freeBytes);
     assert.ok(deviceMemory(1).freeBytes < base1.freeBytes);

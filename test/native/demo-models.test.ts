@@ -10,7 +10,7 @@ import {
 } from '@ge-mesh/demo-models';
 import { batchTiers, finalizeGe, GeModel, initGe } from '@ge-mesh/ge-bridge';
 import * as ort from 'onnxruntime-node';
-import { f32, maxAbs, maxAbsDiff, skipNative } from './support.js';
+import { FP32, f32, maxAbs, maxAbsDiff, skipNative } from './support.js';
 
 /**
  * Each demo model runs on the bridge (the CANN simulator here) and in
@@ -53,6 +53,7 @@ describe('demo models match onnxruntime', { skip: skipNative }, () => {
           demo.inputs.map((i) => i.dims),
           c.batches,
         ),
+        sessionOptions: FP32,
       });
       const session = await ort.InferenceSession.create(path, { intraOpNumThreads: 1 });
       try {

@@ -32,6 +32,13 @@ export const skipUnlessSimulator: string | undefined =
   buildProblem ??
   (bridgeInfo().backend === 'cann-simulator' ? undefined : 'needs the CANN simulator build of the bridge');
 
+/**
+ * Session options for exact fp32 math: without a precision key the bridge
+ * passes GE's inference default (fp16), which the tests that compare with
+ * fp32 references to a few ulps must not get.
+ */
+export const FP32: Readonly<Record<string, string>> = { 'ge.exec.precision_mode_v2': 'origin' };
+
 /** A temp folder for generated models, removed by the returned cleanup. */
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), `gemesh-${prefix}-`));

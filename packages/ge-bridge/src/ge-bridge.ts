@@ -54,6 +54,25 @@ function lines(text: string): string[] {
   return text === '' ? [] : text.split('\n');
 }
 
+export interface GePrecision {
+  /** ge.exec.precision_mode or ge.exec.precision_mode_v2. */
+  readonly key: string;
+  readonly value: string;
+  /**
+   * Where it was set: graph, session or global options (graph wins), or
+   * default: none was, and the bridge passed GE's own inference default
+   * (precision_mode_v2=fp16, which the GE backend runs at) explicitly.
+   */
+  readonly source: 'graph' | 'session' | 'global' | 'default';
+}
+
+/** Reads gemesh_model_precision's "key=value (source)". */
+export function parsePrecision(text: string): GePrecision {
+  const m = /^(\S+)=(\S*) \((graph|session|global|default)\)$/.exec(text);
+  if (!m) throw new Error(`the bridge reported the precision as "${text}"`);
+  return { key: m[1] as string, value: m[2] as string, source: m[3] as GePrecision['source'] };
+}
+
 export interface BridgeInfo {
   readonly apiVersion: number;
   /** 'cann' on an Ascend toolkit, 'cann-simulator' otherwise. */
@@ -206,6 +225,11 @@ export class GeModel {
   /** GE's warnings from loading (e.g. option keys it does not know). */
   get warnings(): string[] {
     return lines(nativeBridge().modelWarnings(this.handle) as string);
+  }
+
+  /** The precision GE compiled the model's graphs with, and where that setting came from. */
+  get precision(): GePrecision {
+    return parsePrecision(nativeBridge().modelPrecision(this.handle) as string);
   }
 
   /** Inputs of a tier in config order, with the exact byte size run() expects. */

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import koffi from 'koffi';
+import koffi, { type LibraryHandle } from 'koffi';
 
 /**
  * The bridge library (native/include/gemesh_bridge.h) declared for koffi.
@@ -17,7 +17,7 @@ import koffi from 'koffi';
  */
 
 /** Must equal GEMESH_BRIDGE_API_VERSION of the loaded library. */
-export const BRIDGE_API_VERSION = 1;
+export const BRIDGE_API_VERSION = 2;
 export const MAX_RANK = 25;
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -29,8 +29,7 @@ export function bridgeLibraryPath(env: NodeJS.ProcessEnv = process.env): string 
   return resolve(buildDir, 'libgemesh_bridge.so');
 }
 
-function declare(path: string) {
-  const lib = koffi.load(path);
+function declare(lib: LibraryHandle) {
   // Type names are registered per JS realm; each worker_thread declares its own.
   const Option = koffi.struct('gemesh_option', { key: 'const char *', value: 'const char *' });
   koffi.struct('gemesh_model_config', {
@@ -55,7 +54,6 @@ function declare(path: string) {
     byte_size: 'uint64_t',
   });
   return {
-    apiVersion: lib.func('uint32_t gemesh_api_version(void)'),
     backend: lib.func('const char *gemesh_backend(void)'),
     lastErrorMessage: lib.func('const char *gemesh_last_error_message(void)'),
     lastErrorNativeCode: lib.func('int64_t gemesh_last_error_native_code(void)'),
@@ -68,6 +66,7 @@ function declare(path: string) {
     ),
     modelLoad: lib.func('int gemesh_model_load(const gemesh_model_config *config, _Out_ uint32_t *model_out)'),
     modelWarnings: lib.func('const char *gemesh_model_warnings(uint32_t model)'),
+    modelPrecision: lib.func('const char *gemesh_model_precision(uint32_t model)'),
     modelCounts: lib.func(
       'int gemesh_model_counts(uint32_t model, _Out_ uint32_t *tiers, _Out_ uint32_t *streams, _Out_ uint32_t *inputs, _Out_ uint32_t *outputs)',
     ),
@@ -84,7 +83,7 @@ function declare(path: string) {
   };
 }
 
-export type NativeBridge = ReturnType<typeof declare> & { path: string };
+export type NativeBridge = ReturnType<typeof declare> & { apiVersion: () => number; path: string };
 
 let loaded: NativeBridge | undefined;
 
@@ -97,13 +96,15 @@ export function nativeBridge(): NativeBridge {
       `GE bridge library not found at ${path}: build it with native/scripts/build.sh or set GEMESH_BRIDGE_LIB`,
     );
   }
-  const fns = declare(path);
-  const version = fns.apiVersion() as number;
+  const lib = koffi.load(path);
+  // The version first: a library of another version may lack functions declared below.
+  const apiVersion = lib.func('uint32_t gemesh_api_version(void)') as () => number;
+  const version = apiVersion();
   if (version !== BRIDGE_API_VERSION) {
     throw new Error(
       `GE bridge at ${path} has API version ${version}, this binding needs ${BRIDGE_API_VERSION}: rebuild native/`,
     );
   }
-  loaded = { ...fns, path };
+  loaded = { ...declare(lib), apiVersion, path };
   return loaded;
 }

@@ -4,6 +4,7 @@ import { parseGeParameters, parseGlobalGeOptions } from '@ge-mesh/model-reposito
 import { readModelIO } from '@ge-mesh/onnx';
 import { MeshError } from '@ge-mesh/protocol';
 import type { Engine, EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
+import { logGeLoad } from './load-log.js';
 import { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
 export { readDeviceMemory } from './device-memory.js';
@@ -59,6 +60,14 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
       `model '${spec.name}' failed to load on GE device ${spec.deviceId}: ${(err as Error).message}`,
     );
   }
+  logGeLoad({
+    model: spec.name,
+    version: spec.version,
+    device: spec.deviceId,
+    lane: spec.stream,
+    tiers: spec.tiers,
+    precision: model.precision,
+  });
   const loadWarnings = [...warnings, ...model.warnings];
   const tierIndex = new Map(spec.tiers.map((t, i) => [t, i]));
   const outputs = spec.tiers.map((_, i) => model.allocateOutputs(i));

@@ -91,14 +91,24 @@ class MatMulKernel final : public Kernel {
  public:
   int64_t M{0}, N{0}, K{0};
   std::vector<std::pair<int64_t, int64_t>> batches;  // element offsets into A and B per output matrix
+  CubePrecision precision;
+  int64_t a_elements{0}, b_elements{0};
+  std::vector<float> rounded[2];  // constant operands already in the input format
   void Run(const KernelArgs &args) const override {
-    const float *A = static_cast<const float *>(args.inputs[0]);
-    const float *B = static_cast<const float *>(args.inputs[1]);
+    const float *A = Operand(args, 0, a_elements, static_cast<float *>(args.scratch));
+    const float *B = Operand(args, 1, b_elements, static_cast<float *>(args.scratch) + a_elements);
     float *Y = static_cast<float *>(args.outputs[0]);
     for (size_t b = 0; b < batches.size(); ++b) {
       Sgemm(M, N, K, 1.0f, A + batches[b].first, K, B + batches[b].second, N, 0.0f, Y + static_cast<int64_t>(b) * M * N,
             N);
     }
+    RoundInPlace(precision.out, Y, static_cast<int64_t>(batches.size()) * M * N);
+  }
+
+ private:
+  const float *Operand(const KernelArgs &args, int i, int64_t n, float *scratch) const {
+    if (!rounded[i].empty()) return rounded[i].data();
+    return RoundedCopy(precision.in, static_cast<const float *>(args.inputs[i]), n, scratch);
   }
 };
 
@@ -127,6 +137,17 @@ std::unique_ptr<Kernel> MakeMatMul(BuildContext &ctx, std::vector<TensorMeta> &o
       k->batches.emplace_back((off[0] + i * st[0]) * k->M * k->K, (off[1] + i * st[1]) * k->K * k->N);
     }
   });
+  k->precision = ctx.precision();
+  k->a_elements = ctx.In(0).Elements();
+  k->b_elements = ctx.In(1).Elements();
+  if (k->precision.in != FloatFormat::kFp32) {
+    // Constant operands are rounded once here; runtime ones into scratch (A's slot first, then B's).
+    for (size_t i = 0; i < 2; ++i) {
+      const TensorMeta &t = ctx.In(i);
+      if (t.data != nullptr) k->rounded[i] = Rounded(k->precision.in, t.data, t.Elements());
+    }
+    k->scratch_bytes = sizeof(float) * static_cast<size_t>(k->a_elements + k->b_elements);
+  }
   std::vector<int64_t> dims = bc.out_dims;
   if (!a_vec) dims.push_back(k->M);
   if (!b_vec) dims.push_back(k->N);
@@ -143,34 +164,44 @@ class GemmKernel final : public Kernel {
   float alpha{1}, beta{1};
   bool trans_a{false};
   bool trans_b{false};              // B given as [N,K] and not pre-transposed
-  std::vector<float> packed_b;      // constant B already laid out as [K,N]
+  std::vector<float> packed_b;      // constant B already laid out as [K,N] (and rounded)
   bool has_c{false};
   int64_t c_rows{1}, c_cols{1};     // C broadcast to [M,N]
+  CubePrecision precision;
   void Run(const KernelArgs &args) const override {
+    const FloatFormat in = precision.in;
     const float *A = static_cast<const float *>(args.inputs[0]);
     const float *B = packed_b.empty() ? static_cast<const float *>(args.inputs[1]) : packed_b.data();
     float *Y = static_cast<float *>(args.outputs[0]);
     float *scratch = static_cast<float *>(args.scratch);
     if (trans_a) {
       Transpose2D(A, K, M, scratch);
+      RoundInPlace(in, scratch, M * K);
       A = scratch;
+      scratch += M * K;
+    } else if (in != FloatFormat::kFp32) {
+      A = RoundedCopy(in, A, M * K, scratch);
       scratch += M * K;
     }
     if (trans_b) {
       Transpose2D(B, N, K, scratch);
+      RoundInPlace(in, scratch, K * N);
       B = scratch;
+    } else if (in != FloatFormat::kFp32 && packed_b.empty()) {
+      B = RoundedCopy(in, B, K * N, scratch);
     }
     float beta_eff = 0.0f;
     if (has_c && beta != 0.0f) {
       const float *C = static_cast<const float *>(args.inputs[2]);
       for (int64_t i = 0; i < M; ++i) {
         for (int64_t j = 0; j < N; ++j) {
-          Y[i * N + j] = beta * C[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)];
+          Y[i * N + j] = beta * RoundTo(in, C[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)]);
         }
       }
       beta_eff = 1.0f;
     }
     Sgemm(M, N, K, alpha, A, K, B, N, beta_eff, Y, N);
+    RoundInPlace(precision.out, Y, M * N);
   }
 };
 
@@ -190,9 +221,14 @@ std::unique_ptr<Kernel> MakeGemm(BuildContext &ctx, std::vector<TensorMeta> &out
   k->N = trans_b ? b.dims[0] : b.dims[1];
   const int64_t kb = trans_b ? b.dims[1] : b.dims[0];
   if (kb != k->K) ctx.Fail("inner dims differ: " + DimsToString(a.dims) + " x " + DimsToString(b.dims));
+  k->precision = ctx.precision();
+  const bool round_in = k->precision.in != FloatFormat::kFp32;
   if (trans_b && b.data != nullptr) {
     k->packed_b.resize(static_cast<size_t>(k->K * k->N));
     Transpose2D(reinterpret_cast<const float *>(b.data), k->N, k->K, k->packed_b.data());
+    RoundInPlace(k->precision.in, k->packed_b.data(), k->K * k->N);
+  } else if (round_in && b.data != nullptr) {
+    k->packed_b = Rounded(k->precision.in, b.data, k->K * k->N);
   } else {
     k->trans_b = trans_b;
   }
@@ -207,7 +243,10 @@ std::unique_ptr<Kernel> MakeGemm(BuildContext &ctx, std::vector<TensorMeta> &out
       ctx.Fail("C " + DimsToString(c) + " cannot be broadcast to [" + std::to_string(k->M) + "," + std::to_string(k->N) + "]");
     }
   }
-  k->scratch_bytes = sizeof(float) * static_cast<size_t>((k->trans_a ? k->M * k->K : 0) + (k->trans_b ? k->N * k->K : 0));
+  // A and a runtime B are copied (transposed and/or rounded) into scratch when needed.
+  const bool copy_a = k->trans_a || round_in;
+  const bool copy_b = k->trans_b || (round_in && k->packed_b.empty());
+  k->scratch_bytes = sizeof(float) * static_cast<size_t>((copy_a ? k->M * k->K : 0) + (copy_b ? k->N * k->K : 0));
   out[0] = TensorMeta{ge::DT_FLOAT, {k->M, k->N}, nullptr};
   return k;
 }

@@ -47,15 +47,39 @@ class Kernel {
   size_t scratch_bytes{0};
 };
 
+/// A float format the NPU's cube unit reads or writes.
+enum class FloatFormat { kFp32, kFp16, kBf16 };
+
+/// What the precision mode in effect does to the matrix ops (MatMul, Gemm,
+/// Conv): their inputs, weights and bias are rounded to `in`, the products
+/// accumulate in fp32 (as in the cube unit), and the result is rounded to `out`.
+/// Other ops stay fp32.
+struct CubePrecision {
+  FloatFormat in{FloatFormat::kFp32};
+  FloatFormat out{FloatFormat::kFp32};
+  bool Exact() const { return in == FloatFormat::kFp32 && out == FloatFormat::kFp32; }
+};
+
+/// x rounded to the format (round to nearest, ties to even; overflow to inf), as fp32.
+float RoundTo(FloatFormat format, float x);
+void RoundInPlace(FloatFormat format, float *data, int64_t n);
+/// src itself for fp32, else dst filled with the rounded values.
+const float *RoundedCopy(FloatFormat format, const float *src, int64_t n, float *dst);
+/// A rounded copy of n fp32 values (a constant's bytes).
+std::vector<float> Rounded(FloatFormat format, const uint8_t *data, int64_t n);
+const char *FloatFormatName(FloatFormat format);
+
 /// What a factory sees of a node.
 class BuildContext {
  public:
   BuildContext(const IrNode &node, int64_t opset, std::vector<const TensorMeta *> inputs,
-               std::deque<std::vector<uint8_t>> *storage)
-      : node_(node), opset_(opset), inputs_(std::move(inputs)), storage_(storage) {}
+               std::deque<std::vector<uint8_t>> *storage, CubePrecision precision = {})
+      : node_(node), opset_(opset), inputs_(std::move(inputs)), storage_(storage), precision_(precision) {}
 
   const IrNode &node() const { return node_; }
   int64_t opset() const { return opset_; }
+  /// The matrix ops' precision under the graph's precision mode.
+  const CubePrecision &precision() const { return precision_; }
   size_t NumInputs() const { return inputs_.size(); }
   size_t NumOutputs() const { return node_.outputs.size(); }
   bool HasInput(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
@@ -83,6 +107,7 @@ class BuildContext {
   int64_t opset_;
   std::vector<const TensorMeta *> inputs_;
   std::deque<std::vector<uint8_t>> *storage_;
+  CubePrecision precision_;
 };
 
 /// Fills outputs (one per node output) and returns the kernel; returns nullptr

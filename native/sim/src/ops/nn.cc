@@ -92,9 +92,12 @@ class ConvKernel final : public Kernel {
   Window w;
   bool direct{false};  // 1x1, stride 1, no padding: the input already is the column matrix
   bool has_bias{false};
+  CubePrecision precision;
+  std::vector<float> rounded_w;  // constant weights in the input format
   void Run(const KernelArgs &args) const override {
+    const FloatFormat in = precision.in;
     const float *X = static_cast<const float *>(args.inputs[0]);
-    const float *Wt = static_cast<const float *>(args.inputs[1]);
+    const float *Wt = rounded_w.empty() ? static_cast<const float *>(args.inputs[1]) : rounded_w.data();
     const float *B = has_bias ? static_cast<const float *>(args.inputs[2]) : nullptr;
     float *Y = static_cast<float *>(args.outputs[0]);
     float *col = static_cast<float *>(args.scratch);
@@ -102,23 +105,29 @@ class ConvKernel final : public Kernel {
     const int64_t Mg = M / G;
     const int64_t K = Cg * w.kH * w.kW;
     const int64_t P = w.oH * w.oW;
+    // Runtime weights in a low-precision mode are rounded once per run, after the column matrix.
+    if (in != FloatFormat::kFp32 && rounded_w.empty()) Wt = RoundedCopy(in, Wt, M * K, col + K * P);
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t g = 0; g < G; ++g) {
         const float *x = X + (n * C + g * Cg) * w.H * w.W;
         const float *cols = x;
         if (!direct) {
           Im2Col(x, Cg, col);
+          RoundInPlace(in, col, K * P);  // the same values as rounding X: padding zeros stay zero
           cols = col;
+        } else if (in != FloatFormat::kFp32) {
+          cols = RoundedCopy(in, x, K * P, col);
         }
         float *y = Y + (n * M + g * Mg) * P;
         Sgemm(Mg, P, K, 1.0f, Wt + g * Mg * K, K, cols, P, 0.0f, y, P);
         if (B != nullptr) {
           for (int64_t m = 0; m < Mg; ++m) {
-            const float bias = B[g * Mg + m];
+            const float bias = RoundTo(in, B[g * Mg + m]);
             float *row = y + m * P;
             for (int64_t p = 0; p < P; ++p) row[p] += bias;
           }
         }
+        RoundInPlace(precision.out, y, Mg * P);
       }
     }
   }
@@ -173,7 +182,16 @@ std::unique_ptr<Kernel> MakeConv(BuildContext &ctx, std::vector<TensorMeta> &out
   }
   const Window &w = k->w;
   k->direct = w.kH == 1 && w.kW == 1 && w.sH == 1 && w.sW == 1 && w.pt + w.pl + w.pb + w.pr == 0;
-  if (!k->direct) k->scratch_bytes = sizeof(float) * static_cast<size_t>((k->C / k->G) * w.kH * w.kW * w.oH * w.oW);
+  const int64_t col_elements = (k->C / k->G) * w.kH * w.kW * w.oH * w.oW;
+  k->precision = ctx.precision();
+  if (k->precision.in == FloatFormat::kFp32) {
+    if (!k->direct) k->scratch_bytes = sizeof(float) * static_cast<size_t>(col_elements);
+  } else {
+    // The column matrix always (a direct conv's input is rounded into it), plus runtime weights.
+    const TensorMeta &wt = ctx.In(1);
+    if (wt.data != nullptr) k->rounded_w = Rounded(k->precision.in, wt.data, wt.Elements());
+    k->scratch_bytes = sizeof(float) * static_cast<size_t>(col_elements + (wt.data != nullptr ? 0 : wt.Elements()));
+  }
   out[0] = TensorMeta{ge::DT_FLOAT, OutDims(x, k->M, w), nullptr};
   return k;
 }

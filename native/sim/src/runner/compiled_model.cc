@@ -65,7 +65,7 @@ class ArenaPlanner {
 
 }  // namespace
 
-std::shared_ptr<const CompiledModel> CompiledModel::Compile(const IrGraph &ir) {
+std::shared_ptr<const CompiledModel> CompiledModel::Compile(const IrGraph &ir, CubePrecision precision) {
   auto m = std::shared_ptr<CompiledModel>(new CompiledModel());
   const size_t n_values = ir.values.size();
   std::vector<TensorMeta> metas(n_values);
@@ -120,7 +120,7 @@ std::shared_ptr<const CompiledModel> CompiledModel::Compile(const IrGraph &ir) {
       in.push_back(&metas[v]);
       all_const = all_const && metas[v].data != nullptr;
     }
-    BuildContext ctx(node, ir.opset, in, &m->storage_);
+    BuildContext ctx(node, ir.opset, in, &m->storage_, precision);
     std::vector<TensorMeta> out(node.outputs.size());
     std::unique_ptr<Kernel> kernel = factory(ctx, out);
 

@@ -23,7 +23,8 @@ struct ConstBlob {
 class CompiledModel {
  public:
   /// Throws SimError with a readable reason (unsupported op, dynamic shape, bad node).
-  static std::shared_ptr<const CompiledModel> Compile(const IrGraph &ir);
+  /// `precision` is what the precision mode in effect does to the matrix ops.
+  static std::shared_ptr<const CompiledModel> Compile(const IrGraph &ir, CubePrecision precision = {});
 
   const std::vector<TensorMeta> &inputs() const { return input_metas_; }
   const std::vector<TensorMeta> &outputs() const { return output_metas_; }

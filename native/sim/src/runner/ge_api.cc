@@ -348,8 +348,12 @@ Status Session::CompileGraph(uint32_t graph_id) {
                     "] (dynamic gears) is not supported by the simulator; compile one static graph per batch size");
     }
   }
+  const OptionMap global = [] {
+    std::lock_guard<std::mutex> lock(G().mu);
+    return G().global;
+  }();
   try {
-    g->compiled = CompiledModel::Compile(*g->ir);
+    g->compiled = CompiledModel::Compile(*g->ir, PrecisionOf({&g->options, &s->options, &global}));
     g->summary = CompiledGraphSummary::Builder::Build(*g->compiled);
   } catch (const SimError &e) {
     return Failed("CompileGraph of graph " + std::to_string(graph_id) + " failed: " + e.what());

@@ -176,6 +176,49 @@ void CheckPrecisionConflict(const OptionMap &merged) {
   }
 }
 
+CubePrecision PrecisionOf(std::initializer_list<const OptionMap *> maps) {
+  constexpr FloatFormat k32 = FloatFormat::kFp32, k16 = FloatFormat::kFp16, kB16 = FloatFormat::kBf16;
+  // Each mode as it applies to an fp32 graph's matrix ops (GE's precision_tuning.md):
+  // MatMul, Gemm and Conv are on the mixed modes' reduce-precision list, and
+  // allow_fp32_to_* prefer fp16 (matrix ops) but keep fp32 over bf16.
+  static const std::map<std::string, CubePrecision> kModes = {
+      {"fp16", {k16, k16}},
+      {"force_fp16", {k16, k16}},
+      {"mixed_float16", {k16, k16}},
+      {"allow_mix_precision", {k16, k16}},
+      {"allow_mix_precision_fp16", {k16, k16}},
+      {"allow_fp32_to_fp16", {k16, k16}},
+      {"cube_fp16in_fp32out", {k16, k32}},
+      {"force_fp32", {k16, k32}},
+      {"mixed_bfloat16", {kB16, kB16}},
+      {"allow_mix_precision_bf16", {kB16, kB16}},
+      {"origin", {k32, k32}},
+      {"must_keep_origin_dtype", {k32, k32}},
+      {"allow_fp32_to_bf16", {k32, k32}},
+  };
+  std::string mode;
+  for (const OptionMap *m : maps) {
+    if (m == nullptr) continue;
+    // precision_mode is read before _v2 at each level, as GE's op engine does.
+    for (const char *key : {"ge.exec.precision_mode", "ge.exec.precision_mode_v2"}) {
+      const auto it = m->find(key);
+      if (it != m->end()) {
+        mode = it->second;
+        break;
+      }
+    }
+    if (!mode.empty()) break;
+  }
+  if (mode.empty()) {
+    // GE's default: force_fp16 for inference; for training (a missing
+    // ge.graphRunMode counts as training in the op engine) the original dtype.
+    mode = Lookup(maps, "ge.graphRunMode", "1") == "0" ? "force_fp16" : "must_keep_origin_dtype";
+  }
+  const auto it = kModes.find(mode);
+  if (it == kModes.end()) throw SimError("precision mode " + mode + " (hifloat8) is not emulated by the simulator");
+  return it->second;
+}
+
 std::string Lookup(std::initializer_list<const OptionMap *> maps, const std::string &key, const std::string &fallback) {
   for (const OptionMap *m : maps) {
     if (m == nullptr) continue;

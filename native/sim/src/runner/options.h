@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph/ascend_string.h"
+#include "ops/kernel.h"
 
 namespace gemesh::sim {
 
@@ -22,6 +23,11 @@ void CheckOptions(const OptionMap &options, OptionLevel level, int device_count)
 
 /// Fails when the merged options set both precision keys (GE's E10056).
 void CheckPrecisionConflict(const OptionMap &merged);
+
+/// What the precision mode in effect (graph > session > global, most specific
+/// first in `maps`) does to the matrix ops; throws SimError for a mode the
+/// simulator does not emulate (hifloat8).
+CubePrecision PrecisionOf(std::initializer_list<const OptionMap *> maps);
 
 /// Value of key in the first map that has it (most specific first), or fallback.
 std::string Lookup(std::initializer_list<const OptionMap *> maps, const std::string &key, const std::string &fallback);

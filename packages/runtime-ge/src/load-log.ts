@@ -1,0 +1,32 @@
+import type { GePrecision } from '@ge-mesh/ge-bridge';
+import { createLogger, type Logger } from '@ge-mesh/telemetry';
+
+/**
+ * A lane is a worker_thread with no logger of the worker's, so the line comes
+ * from a logger of its own with the same service name, level and format
+ * (GEMESH_LOG_LEVEL / GEMESH_LOG_FORMAT, which threads inherit).
+ */
+let log: Logger | undefined;
+
+/**
+ * One line per model load naming the precision GE compiles it with: with no
+ * key in the config this is GE's own inference default (fp16), not fp32, so an
+ * operator reading the log sees what the answers were computed at.
+ */
+export function logGeLoad(fields: {
+  model: string;
+  version: string;
+  device: number;
+  lane: number;
+  tiers: readonly number[];
+  precision: GePrecision;
+}): void {
+  log ??= createLogger('worker');
+  const { precision, ...rest } = fields;
+  log.info(
+    { ...rest, precision: `${precision.key}=${precision.value}`, precisionFrom: precision.source },
+    precision.source === 'default'
+      ? 'GE model loaded at precision_mode_v2=fp16 (GE inference default; no precision key in the config)'
+      : 'GE model loaded',
+  );
+}
