@@ -47,6 +47,8 @@ export class Broker {
   private closing = false;
   private model?: ChannelModel;
   private confirm?: ConfirmChannel;
+  /** Publishes without confirms (see sendUnconfirmed). */
+  private unconfirmed?: Channel;
   private readonly setups: Setup[] = [];
   private readonly lostListeners: Array<() => void> = [];
   private attempts = 0;
@@ -124,11 +126,13 @@ export class Broker {
       model.on('close', () => this.lost(model as ChannelModel));
       this.confirm = await model.createConfirmChannel();
       this.confirm.on('error', (err: Error) => this.log.warn({ err: err.message }, 'broker publisher channel error'));
+      this.unconfirmed = await this.openUnconfirmedChannel(model);
       this.model = model;
       for (const setup of this.setups) await setup();
     } catch (err) {
       this.model = undefined;
       this.confirm = undefined;
+      this.unconfirmed = undefined;
       await model?.close().catch(() => undefined);
       if (!this.closing) {
         this.log.warn({ err: (err as Error).message, attempt: this.attempts + 1 }, 'broker not reachable');
@@ -150,6 +154,7 @@ export class Broker {
     if (this.model !== model) return; // a half-open attempt that failed: already handled
     this.model = undefined;
     this.confirm = undefined;
+    this.unconfirmed = undefined;
     if (this.closing) return;
     this.lostAt ||= Date.now();
     this.log.error('broker connection lost; reconnecting');
@@ -185,14 +190,10 @@ export class Broker {
     options: Options.Publish = {},
     trace?: Context,
   ): Promise<void> {
-    if (tracingActive()) {
-      const carried = headersFromContext(trace);
-      if (carried) options = { ...options, headers: { ...options.headers, ...carried } };
-    }
     const ch = this.confirm;
     if (!ch) return Promise.reject(new BrokerUnavailableError());
     return new Promise((resolve, reject) => {
-      ch.publish(exchange, routingKey, body, options, (err) =>
+      ch.publish(exchange, routingKey, body, this.withTrace(options, trace), (err) =>
         err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(),
       );
     });
@@ -201,6 +202,49 @@ export class Broker {
   /** Send to a queue through the default exchange (trace: as publish). */
   send(queue: string, body: Buffer, options: Options.Publish = {}, trace?: Context): Promise<void> {
     return this.publish('', queue, body, options, trace);
+  }
+
+  /**
+   * Send to a queue unconfirmed: returns once the frames are queued on the
+   * socket. For messages whose loss the sender's deadline already covers:
+   * replies (reply queues are exclusive and transient) and, in the fast mode,
+   * requests (transient messages die with the broker anyway, and a gateway's
+   * reply queue dies with its connection, so a confirm would turn only the
+   * last moment's requests into an early error instead of a timeout). It spares
+   * the broker a frame and the sender a wakeup per message. Frames leave in
+   * order on the connection, so an ack written after this call reaches the
+   * broker after the message. Throws BrokerUnavailableError while the broker
+   * is away.
+   */
+  sendUnconfirmed(queue: string, body: Buffer, options: Options.Publish = {}, trace?: Context): void {
+    const ch = this.unconfirmed;
+    if (!ch) throw new BrokerUnavailableError();
+    ch.publish('', queue, body, this.withTrace(options, trace));
+  }
+
+  private withTrace(options: Options.Publish, trace: Context | undefined): Options.Publish {
+    if (!tracingActive()) return options;
+    const carried = headersFromContext(trace);
+    return carried ? { ...options, headers: { ...options.headers, ...carried } } : options;
+  }
+
+  /** The unconfirmed publisher; one closed under a live connection (a channel error) is opened again. */
+  private async openUnconfirmedChannel(model: ChannelModel): Promise<Channel> {
+    const ch = await model.createChannel();
+    ch.on('error', (err: Error) => this.log.warn({ err: err.message }, 'broker unconfirmed publisher channel error'));
+    ch.on('close', () => {
+      if (this.unconfirmed !== ch) return;
+      this.unconfirmed = undefined;
+      if (this.model === model && !this.closing) {
+        void this.openUnconfirmedChannel(model).then(
+          (next) => {
+            if (this.model === model) this.unconfirmed = next;
+          },
+          () => undefined, // the connection is going too: the reconnect opens a new one
+        );
+      }
+    });
+    return ch;
   }
 
   /** Messages of the request and batch hops are persistent only in the durable mode. */

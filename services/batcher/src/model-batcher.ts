@@ -495,7 +495,7 @@ export class ModelBatcher {
   }
 
   /** The one answer to a request that fails before any batch carries it. */
-  private sendError(req: InferRequestMessage, error: WireError): Promise<void> {
+  private sendError(req: InferRequestMessage, error: WireError): void {
     const res: InferResponseMessage = {
       v: PROTOCOL_VERSION,
       id: req.id,
@@ -504,13 +504,13 @@ export class ModelBatcher {
       version: req.version,
       error,
     };
-    return this.broker.send(req.replyTo, encode(res), { correlationId: req.correlationId });
+    this.broker.sendUnconfirmed(req.replyTo, encode(res), { correlationId: req.correlationId });
   }
 
   /** Answer a request the batcher cannot batch at all (no claim: it never reaches a batch). */
   private async refuse(msg: ConsumeMessage, req: InferRequestMessage, error: WireError): Promise<void> {
     try {
-      await this.sendError(req, error);
+      this.sendError(req, error);
       this.settle(msg, 'ack');
     } catch (err) {
       this.log.error({ err, id: req.id }, 'could not refuse a request; dead-lettered');
@@ -531,7 +531,7 @@ export class ModelBatcher {
         this.settle(msg, 'ack');
         return;
       }
-      await this.sendError(req, error);
+      this.sendError(req, error);
       this.settle(msg, 'ack');
     } catch (err) {
       this.log.error({ err, id: req.id }, 'could not answer an expired request');

@@ -106,7 +106,7 @@ export class DeadLetters {
       if (!member) continue;
       const req = decode<InferRequestMessage>(member.body);
       const r = errorReply(req, error);
-      await this.broker.send(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
+      this.broker.sendUnconfirmed(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
     }
     await this.store.failBatch(batch.batchId, batch.model);
     this.log.error(
@@ -127,7 +127,7 @@ export class DeadLetters {
     // Marks it answered so a copy still on its way is dropped; false: a batch carries it or it was answered.
     if (!(await this.store.expireRequest(req.id, req.model, 'poison', { deadline: req.deadline }))) return;
     const r = errorReply(req, this.error('request', reason));
-    await this.broker.send(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
+    this.broker.sendUnconfirmed(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
     this.log.error({ id: req.id, model: req.model, reason }, 'dead-lettered request answered with POISON_INPUT');
   }
 }

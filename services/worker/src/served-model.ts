@@ -228,21 +228,22 @@ export class ServedModel {
         }
         traced?.ran(run.acquiredAt, run.stages);
         const publishing = traced?.publishing();
-        // One message per reply queue (a gateway) for the whole batch.
-        await Promise.all(
-          run.groups.map((g) =>
-            broker.send(
-              g.replyTo,
-              Buffer.from(g.body.buffer, g.body.byteOffset, g.body.byteLength),
-              {},
-              publishing?.context,
-            ),
-          ),
-        );
+        // One message per reply queue (a gateway) for the whole batch, unconfirmed (sendUnconfirmed says why).
+        for (const g of run.groups) {
+          broker.sendUnconfirmed(
+            g.replyTo,
+            Buffer.from(g.body.buffer, g.body.byteOffset, g.body.byteLength),
+            {},
+            publishing?.context,
+          );
+        }
         publishing?.end();
       }
-      await claims.finish(batch, ran);
+      // Acked in the same tick as the replies, so both leave in one write. Acked before
+      // finish-batch: the answers are out, and a worker dying now must not have the batch run
+      // again (finish-batch records its cost and frees its slot; a lost finish expires with the batch).
       ch.ack(msg);
+      await claims.finish(batch, ran);
       this.batches++;
       traced?.end();
     } catch (err) {

@@ -37,8 +37,9 @@ export interface DispatchOptions {
 
 /**
  * Hands a validated request to its model's batcher and waits for the one
- * answer. The publish is confirmed before waiting: a request the broker did
- * not take is answered at once with an error, never left hanging.
+ * answer. A request the broker did not take is answered at once with an
+ * error (durable mode: its publish is confirmed first), and the deadline ends
+ * every wait, so none is left hanging.
  */
 export class Dispatch {
   constructor(
@@ -89,26 +90,11 @@ export class Dispatch {
     // Wait first, so a reply racing the confirm is not missed.
     const reply = this.replies.wait(id, waitMs + DEADLINE_SLACK_MS);
     const publishing = opts.trace?.step('gateway publish', SpanKind.PRODUCER);
-    const queued = this.broker
-      .send(
-        this.broker.topology.requests(model.name),
-        encode(msg, tensorBytes(msg.inputs)),
-        { persistent: this.broker.persistent, messageId: id },
-        publishing?.context,
-      )
-      .then(
-        () => {
-          publishing?.end();
-          return 'queued' as const;
-        },
-        (err: unknown) => {
-          publishing?.fail(err);
-          return 'refused' as const;
-        },
-      );
+    const queued = this.publish(model.name, msg, publishing);
     // A confirm that never comes (a silent, half-open broker) must not outlast the deadline: the
     // reply wait ends it then, with a timeout.
     const first = await Promise.race([queued, reply.then(() => 'ended' as const)]);
+    if (first !== 'refused') publishing?.end();
     if (first === 'refused') {
       this.replies.cancel(id);
       await leaveQueue?.();
@@ -127,7 +113,37 @@ export class Dispatch {
     if (res.error) throw MeshError.fromWire(res.error);
     return res;
   }
+
+  /**
+   * Durable mode: the request is the broker's once confirmed (written to the
+   * quorum queue). Fast mode: unconfirmed (Broker.sendUnconfirmed says why);
+   * a broker that is away refuses it at once.
+   */
+  private publish(
+    model: string,
+    msg: InferRequestMessage,
+    step: PublishStep | undefined,
+  ): Promise<'queued' | 'refused'> {
+    const queue = this.broker.topology.requests(model);
+    const body = encode(msg, tensorBytes(msg.inputs));
+    const props = { persistent: this.broker.persistent, messageId: msg.id };
+    const refused = (err: unknown) => {
+      step?.fail(err);
+      return 'refused' as const;
+    };
+    if (this.broker.persistent) {
+      return this.broker.send(queue, body, props, step?.context).then(() => 'queued' as const, refused);
+    }
+    try {
+      this.broker.sendUnconfirmed(queue, body, props, step?.context);
+      return Promise.resolve('queued');
+    } catch (err) {
+      return Promise.resolve(refused(err));
+    }
+  }
 }
+
+type PublishStep = ReturnType<NonNullable<DispatchOptions['trace']>['step']>;
 
 function throwIfCancelled(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new MeshError('CANCELLED', CANCELLED_MESSAGE);
