@@ -7,6 +7,8 @@
  *
  *   git worktree add /tmp/base <rev> && (cd /tmp/base && pnpm install --offline)
  *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--model tiny] [--rounds 3] [--window 3000]
+ *
+ * `--model clip_sim` runs the benchmark's simulated NPU (one device, 8 streams, the simulator's timing mode).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
 import { startTestMesh } from '../support/mesh-harness.js';
 import { type Load, type Side, type SideRow, sideBySide } from './side-by-side.js';
+import { CLIP_SIM, writeSimRepository } from './sim-models.js';
 
 const { values } = parseArgs({
   options: {
@@ -33,11 +36,20 @@ type Harness = { startTestMesh: typeof startTestMesh };
 const base = (await import(join(values.base, 'test/support/mesh-harness.ts'))) as Harness;
 
 const model = values.model;
-const opts = {
-  models: [model],
-  logLevel: 'warn',
-  flags: { batcher: ['--models', model], worker: ['--models', model] },
-};
+const simulated = model === CLIP_SIM.name;
+const opts = simulated
+  ? {
+      modelRepository: await writeSimRepository(CLIP_SIM),
+      models: [model],
+      logLevel: 'warn',
+      env: { GEMESH_SIM_DEVICES: '1' },
+      flags: { worker: ['--runtime', 'ge'] },
+    }
+  : {
+      models: [model],
+      logLevel: 'warn',
+      flags: { batcher: ['--models', model], worker: ['--models', model] },
+    };
 const sides: Side[] = [
   { label: 'before', mesh: await base.startTestMesh(opts) },
   { label: 'after', mesh: await startTestMesh(opts) },
@@ -51,11 +63,16 @@ const LOADS: Array<{ name: string; load: Load }> =
         { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
         { name: 'c=64', load: { kind: 'concurrency', concurrency: 64 } },
       ]
-    : [
-        { name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } },
-        { name: 'c=4', load: { kind: 'concurrency', concurrency: 4 } },
-        { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
-      ];
+    : simulated
+      ? [
+          { name: 'c=64', load: { kind: 'concurrency', concurrency: 64 } },
+          { name: 'c=256', load: { kind: 'concurrency', concurrency: 256 } },
+        ]
+      : [
+          { name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } },
+          { name: 'c=4', load: { kind: 'concurrency', concurrency: 4 } },
+          { name: 'c=16', load: { kind: 'concurrency', concurrency: 16 } },
+        ];
 
 let rows: SideRow[] = [];
 try {

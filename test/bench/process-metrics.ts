@@ -42,3 +42,26 @@ export function brokerAndRedisPids(): Array<{ name: string; pid: number }> {
   }
   return found;
 }
+
+/** Kernel-side work of a process so far: read/write syscalls (/proc/<pid>/io) and context switches (every thread). */
+export interface KernelCounts {
+  reads: number;
+  writes: number;
+  switches: number;
+}
+
+export function kernelCounts(pid: number): KernelCounts {
+  const counts: KernelCounts = { reads: 0, writes: 0, switches: 0 };
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    counts.reads = Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? 0);
+    counts.writes = Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? 0);
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      for (const m of status.matchAll(/ctxt_switches:\s+(\d+)/g)) counts.switches += Number(m[1]);
+    }
+  } catch {
+    // the process is gone: counts stay at what was read
+  }
+  return counts;
+}

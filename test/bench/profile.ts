@@ -14,8 +14,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
 import { httpTarget, LoadDriver } from '@ge-mesh/loadgen';
-import { startTestMesh } from '../support/mesh-harness.js';
-import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
+import { Redis } from 'ioredis';
+import { REDIS_URL, startTestMesh } from '../support/mesh-harness.js';
+import { brokerAndRedisPids, cpuSeconds, kernelCounts } from './process-metrics.js';
 
 const { values } = parseArgs({
   options: {
@@ -56,12 +57,26 @@ const driver = new LoadDriver(target.send, { kind: 'rate', perSec: rate, distrib
 driver.start();
 await driver.window(2_000);
 log(`warm; measuring ${secs} s at ${rate} req/s`);
+const redis = new Redis(REDIS_URL);
+/** Calls per Redis command so far (INFO commandstats). */
+const redisCalls = async () =>
+  new Map(
+    [...(await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map((m) => [
+      m[1] ?? '',
+      Number(m[2]),
+    ]),
+  );
+const calls0 = await redisCalls();
 const cpu0 = pids.map(cpuSeconds);
+const k0 = pids.map(kernelCounts);
 // V8 stamps samples with the monotonic clock, as hrtime does: keep only the measured window.
 const from = Number(process.hrtime.bigint() / 1000n);
 const w = await driver.window(secs * 1000);
 const to = Number(process.hrtime.bigint() / 1000n);
 const cpu1 = pids.map(cpuSeconds);
+const k1 = pids.map(kernelCounts);
+const calls1 = await redisCalls();
+redis.disconnect();
 await driver.stop();
 await target.close();
 await mesh.teardown();
@@ -72,16 +87,23 @@ const lines: string[] = [
   '',
   `${answered} answered, ${w.errors} errors, ${w.inferPerSec.toFixed(0)} infer/s, mean latency ${(w.latencyUs / 1000).toFixed(2)} ms`,
   '',
-  '| process | CPU ms per request |',
-  '|---|---|',
+  '| process | CPU ms per request | write syscalls per request | read syscalls per request | context switches per request |',
+  '|---|---|---|---|---|',
 ];
 let total = 0;
 pids.forEach((pid, i) => {
   const perReq = (((cpu1[i] ?? 0) - (cpu0[i] ?? 0)) * 1000) / Math.max(1, answered);
   total += perReq;
-  lines.push(`| ${label(pid)} | ${perReq.toFixed(3)} |`);
+  const per = (k: keyof ReturnType<typeof kernelCounts>) =>
+    (((k1[i]?.[k] ?? 0) - (k0[i]?.[k] ?? 0)) / Math.max(1, answered)).toFixed(2);
+  lines.push(`| ${label(pid)} | ${perReq.toFixed(3)} | ${per('writes')} | ${per('reads')} | ${per('switches')} |`);
 });
-lines.push(`| **all** | **${total.toFixed(3)}** |`, '');
+lines.push(`| **all** | **${total.toFixed(3)}** | | | |`, '');
+const commands = [...calls1]
+  .map(([cmd, n]) => [cmd, (n - (calls0.get(cmd) ?? 0)) / Math.max(1, answered)] as const)
+  .filter(([cmd, n]) => n > 0.005 && cmd !== 'info')
+  .sort((a, b) => b[1] - a[1]);
+lines.push(`Redis commands per request: ${commands.map(([cmd, n]) => `${cmd} ${n.toFixed(2)}`).join(', ')}`, '');
 
 // V8 .cpuprofile: nodes with callFrames, samples (node ids) and timeDeltas (µs).
 interface ProfileNode {

@@ -19,6 +19,16 @@ export interface SimModel {
   maxQueueDelayUs: number;
 }
 
+/** The simulated CN-CLIP-shaped NPU of the benchmark: 8 streams, tiers 1..8, 3 ms + 2.3 ms per row. */
+export const CLIP_SIM: SimModel = {
+  name: 'clip_sim',
+  a: 3000,
+  b: 2300,
+  streams: 8,
+  maxBatch: 8,
+  maxQueueDelayUs: 10_000,
+};
+
 /** The simulator's latency spec (native/sim/src/runner/latency.cc: `A+B*batch`). */
 export const latencySpec = (m: SimModel) => `${m.a}+${m.b}*batch`;
 

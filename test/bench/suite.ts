@@ -48,7 +48,7 @@ import { measureEngine } from './engine-alone.js';
 import { type Proc, ScenarioMeter } from './host-processes.js';
 import { type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
-import { type SimModel, writeSimRepository } from './sim-models.js';
+import { CLIP_SIM, type SimModel, writeSimRepository } from './sim-models.js';
 import { measureTracingOverhead, tracingSection } from './tracing-overhead.js';
 
 const { values } = parseArgs({
@@ -74,7 +74,6 @@ const PLAN = {
 /** The fixed-rate run that prices a request in CPU. */
 const RATE = { model: 'tiny', perSec: 1000 };
 /** Shaped like a large image encoder on one NPU: 8 streams, short runs. */
-const CLIP_SIM: SimModel = { name: 'clip_sim', a: 3000, b: 2300, streams: 8, maxBatch: 8, maxQueueDelayUs: 10_000 };
 /** Slow enough (≈128 infer/s per device) that 4 devices stay within what the mesh moves on this machine. */
 const SCALE_SIM: SimModel = {
   name: 'scale_sim',
