@@ -161,7 +161,10 @@ describe('running models', { skip: skipNative }, () => {
     }
   });
 
-  test('teardown returns every device byte: load, run and destroy leave memory at the baseline', async () => {
+  // Byte-exact accounting is the simulator's: an NPU's free memory moves with the driver and other processes.
+  test('teardown returns every device byte: load, run and destroy leave memory at the baseline', {
+    skip: skipUnlessSimulator,
+  }, async () => {
     const base0 = deviceMemory(0);
     const base1 = deviceMemory(1);
     const a = loadMlp(2);

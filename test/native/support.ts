@@ -27,10 +27,25 @@ if (buildProblem) console.error(`# SKIP native tests: ${buildProblem}`);
 /** Skip reason for every native test, or undefined. */
 export const skipNative: string | undefined = buildProblem;
 
-/** Skip reason for tests that need the CANN simulator (env-configured HBM, timing mode). */
+/** Whether the bridge was linked against the CANN simulator (native/scripts/build.sh: "linked against: simulator"). */
+export const onSimulator: boolean = !buildProblem && bridgeInfo().backend === 'cann-simulator';
+
+/**
+ * Skip reason for tests that need the CANN simulator: its own message texts,
+ * env-configured HBM and exact accounting, timing mode, fp16/bf16 emulation.
+ * On a real toolkit they skip; every other native test must hold there.
+ */
 export const skipUnlessSimulator: string | undefined =
-  buildProblem ??
-  (bridgeInfo().backend === 'cann-simulator' ? undefined : 'needs the CANN simulator build of the bridge');
+  buildProblem ?? (onSimulator ? undefined : 'needs the CANN simulator build of the bridge');
+
+/**
+ * Message fragments only the simulator writes (GE's and the parser's texts on
+ * a real toolkit differ): the fragments on the simulator, none elsewhere, so a
+ * test still checks the status and the bridge's own words on a real toolkit.
+ */
+export function simulatorText(...fragments: string[]): string[] {
+  return onSimulator ? fragments : [];
+}
 
 /**
  * Session options for exact fp32 math: without a precision key the bridge
