@@ -1,22 +1,18 @@
 #!/usr/bin/env bash
-# NPU worker start: load the CANN environment mounted from the host, build the native
-# bridge against that toolkit (the first start of the container only), then run the worker.
+# NPU worker start: load the CANN environment of the image and the host's driver libraries, then
+# run the worker. The GE bridge was built into the image against its toolkit (build-bridge.sh),
+# so nothing is compiled here; a missing or mismatched bridge fails the start with the reason.
 set -euo pipefail
-toolkit="${ASCEND_TOOLKIT_HOME:-/usr/local/Ascend/ascend-toolkit/latest}"
-if [ -f /usr/local/Ascend/ascend-toolkit/set_env.sh ]; then
-  # set_env.sh reads unset variables.
-  set +u
-  # shellcheck disable=SC1091
-  source /usr/local/Ascend/ascend-toolkit/set_env.sh
-  set -u
-fi
-if [ ! -d "$toolkit" ]; then
-  echo "no CANN toolkit at $toolkit: mount it from the host (docker-compose.ascend.yml) or set ASCEND_TOOLKIT_HOME" >&2
+source infra/docker/ascend-env.sh
+if [ ! -f native/build/libgemesh_bridge.so ]; then
+  echo "this image has no GE bridge: build the worker-ascend target of infra/docker/Dockerfile (docker compose -f docker-compose.yml -f docker-compose.ascend.yml build worker)" >&2
   exit 1
 fi
-export ASCEND_TOOLKIT_HOME="$toolkit"
-export LD_LIBRARY_PATH="/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:${LD_LIBRARY_PATH:-}"
-if [ ! -f native/build/libgemesh_bridge.so ]; then
-  native/scripts/build.sh
+# A toolkit mounted over the image's (another CANN version) would not match the bridge's build.
+built_for="$(cat native/build/toolkit-home.txt 2>/dev/null || echo unknown)"
+here="$(readlink -f "$ASCEND_TOOLKIT_HOME")"
+if [ "$here" != "$built_for" ]; then
+  echo "the GE bridge was built against the toolkit at $built_for, but ASCEND_TOOLKIT_HOME is $ASCEND_TOOLKIT_HOME ($here): rebuild the image for this toolkit (build arg ASCEND_BASE_IMAGE) instead of mounting another one" >&2
+  exit 1
 fi
 exec "$@"

@@ -19,7 +19,7 @@ import { WORKER_OPTIONS } from '../../services/worker/src/settings.js';
  */
 type Service = {
   image?: string;
-  build?: { context: string; dockerfile: string; target?: string };
+  build?: { context: string; dockerfile: string; target?: string; args?: Record<string, string> };
   environment?: Record<string, string>;
   command?: string[] | string;
   healthcheck?: { test: string[]; interval?: string; start_period?: string };
@@ -235,11 +235,14 @@ describe('docker compose (static)', () => {
     assert.ok(maxMessage > Number(GATEWAY_OPTIONS.maxBodyBytes.default));
   });
 
-  it('docker-compose.ascend.yml: NPU workers with the devices, driver and toolkit of the host', () => {
+  it('docker-compose.ascend.yml: NPU workers with the devices and driver of the host', () => {
     const over = interpolate(load('docker-compose.ascend.yml'));
     assert.deepEqual(Object.keys(over.services), ['worker']);
     const w = merge(compose, over).services.worker as Service;
-    assert.deepEqual(w.build, { context: '.', dockerfile: 'infra/docker/Dockerfile', target: 'worker-ascend' });
+    assert.deepEqual(
+      { ...w.build, args: undefined },
+      { context: '.', dockerfile: 'infra/docker/Dockerfile', target: 'worker-ascend', args: undefined },
+    );
     assert.equal(w.environment?.GEMESH_RUNTIME, 'ge');
     const known = new Set(Object.keys(WORKER_OPTIONS).map(envOf));
     for (const key of Object.keys(w.environment ?? {}).filter((k) => k.startsWith('GEMESH_'))) {
@@ -248,14 +251,60 @@ describe('docker compose (static)', () => {
     for (const d of ['/dev/davinci_manager', '/dev/devmm_svm', '/dev/hisi_hdc', '/dev/davinci0']) {
       assert.ok(w.devices?.includes(d), d);
     }
-    for (const v of ['/usr/local/Ascend/driver', '/usr/local/Ascend/ascend-toolkit']) {
-      assert.ok(w.volumes?.includes(`${v}:${v}:ro`), v);
-    }
+    assert.ok(w.volumes?.includes('/usr/local/Ascend/driver:/usr/local/Ascend/driver:ro'), 'the host driver');
+    // The toolkit is the image's: one mounted over it would not be the one the bridge was built against.
+    assert.ok(!w.volumes?.some((v) => v.includes('ascend-toolkit')), `${w.volumes}`);
+    assert.ok(!('ASCEND_TOOLKIT_HOME' in (w.environment ?? {})), 'the image sets ASCEND_TOOLKIT_HOME');
     assert.ok(w.volumes?.includes('models:/models:ro'), 'still serves the repository');
     assert.equal(w.healthcheck?.test?.[0], 'CMD');
-    assert.equal(w.healthcheck?.start_period, '600s');
-    // The image builds the bridge with the toolchain the native build lists.
-    assert.match(dockerfile, /FROM node:20-bookworm AS worker-ascend[\s\S]*apt-packages\.txt/);
-    assert.match(read('infra/docker/worker-ascend-entrypoint.sh'), /native\/scripts\/build\.sh/);
+    // No build at start: the start period only covers loading the models.
+    assert.equal(w.healthcheck?.start_period, '180s');
+  });
+
+  it("the Ascend image builds the GE bridge at image build time against its base image's toolkit, not at start", () => {
+    const w = interpolate(load('docker-compose.ascend.yml')).services.worker as Service;
+    // A build arg names the base image (and where its toolkit lives); compose passes both, same defaults.
+    const globalArg = (name: string) =>
+      new RegExp(`^ARG ${name}=(\\S+)$`, 'm').exec(dockerfile.slice(0, dockerfile.indexOf('FROM ')))?.[1];
+    const baseImage = globalArg('ASCEND_BASE_IMAGE');
+    assert.match(baseImage ?? '', /^quay\.io\/ascend\/cann:\d+\.\d+\.\w+-\w+-[\w.]+-py[\d.]+$/);
+    assert.equal(w.build?.args?.ASCEND_BASE_IMAGE, baseImage);
+    const from = /^FROM \$\{ASCEND_BASE_IMAGE\} AS worker-ascend$/m.exec(dockerfile);
+    assert.ok(from, 'worker-ascend is built on the base image');
+    const stage = dockerfile.slice(from.index);
+    const toolkit = /^ARG ASCEND_TOOLKIT_HOME=(\S+)$/m.exec(stage)?.[1];
+    assert.equal(toolkit, '/usr/local/Ascend/ascend-toolkit/latest');
+    assert.equal(w.build?.args?.ASCEND_TOOLKIT_HOME, toolkit);
+    assert.match(stage, /^ENV .*ASCEND_TOOLKIT_HOME=\$\{ASCEND_TOOLKIT_HOME\}/m);
+    // The workspace (node_modules) and Node come from the stages above; the native sources are copied, then built.
+    assert.match(stage, /^COPY --from=workspace \/usr\/local\/bin\/node /m);
+    assert.match(stage, /^COPY --from=workspace \/app \/app$/m);
+    const copyNative = stage.search(/^COPY native native$/m);
+    const build = stage.search(/^RUN .*infra\/docker\/build-bridge\.sh$/m);
+    assert.ok(
+      copyNative > 0 && build > copyNative,
+      'build-bridge.sh runs in a RUN after the native sources are copied',
+    );
+    assert.ok(build < stage.search(/^ENTRYPOINT /m), 'and before the entrypoint is set');
+    // CMake >= 3.25 (native/CMakeLists.txt) where the base image's is older.
+    const cmakeMin = /cmake_minimum_required\(VERSION (\d+\.\d+)\)/.exec(read('native/CMakeLists.txt'))?.[1];
+    assert.ok(stage.includes(`'cmake>=${cmakeMin},`), `the image installs cmake >= ${cmakeMin}`);
+
+    const buildScript = read('infra/docker/build-bridge.sh');
+    accessSync(join(ROOT, 'infra/docker/build-bridge.sh'), constants.X_OK);
+    assert.match(buildScript, /^out="\$\(native\/scripts\/build\.sh\)"$/m);
+    // native/scripts/build.sh prints what it linked; the image build fails unless it is the toolkit.
+    assert.match(read('native/scripts/build.sh'), /echo "linked against: \$\{backend:-unknown\}"/);
+    assert.match(buildScript, /grep -qx 'linked against: cann'/);
+    assert.match(buildScript, /source infra\/docker\/ascend-env\.sh/);
+
+    // The entrypoint loads the environment and checks the bridge; it never builds.
+    const entry = read('infra/docker/worker-ascend-entrypoint.sh');
+    assert.doesNotMatch(entry, /build\.sh|cmake/);
+    assert.match(entry, /source infra\/docker\/ascend-env\.sh/);
+    assert.match(entry, /native\/build\/libgemesh_bridge\.so/);
+    assert.match(entry, /exec "\$@"$/m);
+    assert.match(stage, /^ENTRYPOINT \["infra\/docker\/worker-ascend-entrypoint\.sh"\]$/m);
+    assert.match(stage, /^CMD \["node", "--import", "tsx", "services\/worker\/src\/main\.ts"\]$/m);
   });
 });
