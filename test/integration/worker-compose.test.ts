@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ROOT } from '@ge-mesh/launcher';
+import { ROOT, SERVICE_NODE_FLAGS } from '@ge-mesh/launcher';
 import { envOf, type SettingsSpec } from '@ge-mesh/settings';
 import { parse } from 'yaml';
 import { BATCHER_OPTIONS } from '../../services/batcher/src/settings.js';
@@ -305,6 +305,17 @@ describe('docker compose (static)', () => {
     assert.match(entry, /native\/build\/libgemesh_bridge\.so/);
     assert.match(entry, /exec "\$@"$/m);
     assert.match(stage, /^ENTRYPOINT \["infra\/docker\/worker-ascend-entrypoint\.sh"\]$/m);
-    assert.match(stage, /^CMD \["node", "--import", "tsx", "services\/worker\/src\/main\.ts"\]$/m);
+    assert.match(
+      stage,
+      /^CMD \["node", "--single-threaded-gc", "--import", "tsx", "services\/worker\/src\/main\.ts"\]$/m,
+    );
+  });
+
+  it("every service image runs node with the launcher's V8 flags (SERVICE_NODE_FLAGS)", () => {
+    const cmds = [...read('infra/docker/Dockerfile').matchAll(/^CMD (\[.*\])$/gm)].map((m) => JSON.parse(m[1] ?? '[]'));
+    const services = cmds.filter((c: string[]) => c.some((a) => /^services\/\w+\/src\/main\.ts$/.test(a)));
+    assert.equal(services.length, 4, 'gateway, batcher, worker and worker-ascend');
+    for (const c of services)
+      assert.deepEqual(c.slice(0, 1 + SERVICE_NODE_FLAGS.length), ['node', ...SERVICE_NODE_FLAGS]);
   });
 });
