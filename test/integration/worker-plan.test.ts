@@ -162,20 +162,36 @@ describe('worker warmup samples', () => {
     assert.deepEqual([req.batch, req.inputs[0]?.shape, req.deadline > Date.now() + 3_600_000], [5, [5, 16], true]);
   });
 
-  it('refuses a sample above the largest tier, an unreadable or wrong-sized file', async () => {
-    const x = (extra: string) =>
-      warmup(
-        `{ name: "w" ${extra} inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "x.bin" } } }`,
-      );
-    await assert.rejects(warmupSamples(model(x('batch_size: 9'))), {
-      message: "model_warmup 'w': batch_size 9 is above the largest tier 8",
-    });
-    await assert.rejects(warmupSamples(model(x('').replace('x.bin', 'short.bin'))), {
+  it('refuses at load a sample above the largest tier or of a variable-size type, naming line and field', () => {
+    const w = (extra: string, dt = 'TYPE_FP32') =>
+      warmup(`{ name: "w" ${extra} inputs { key: "x" value: { data_type: ${dt} dims: [ 16 ] zero_data: true } } }`);
+    assert.throws(
+      () => config(w('batch_size: 9')),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.field === 'model_warmup[0].batch_size' &&
+        e.line === 6 &&
+        e.detail === "warmup 'w' has batch_size 9, above the largest tier 8; lower it or add a tier",
+    );
+    assert.throws(
+      () => config(w('', 'TYPE_STRING')),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.field === 'model_warmup[0].inputs["x"].data_type' &&
+        /^warmup 'w' input 'x' has data_type TYPE_STRING; warmup needs a fixed-size type/.test(e.detail),
+    );
+    // The typed entry the worker reads.
+    assert.deepEqual(config(w('batch_size: 3 count: 2')).warmup, [
+      { name: 'w', rows: 3, count: 2, inputs: [{ name: 'x', dataType: 'FP32', dims: [16], data: { kind: 'zero' } }] },
+    ]);
+  });
+
+  it('refuses an unreadable or wrong-sized warmup file when the warmup runs', async () => {
+    const x = (file: string) =>
+      warmup(`{ name: "w" inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "${file}" } } }`);
+    await assert.rejects(warmupSamples(model(x('short.bin'))), {
       message: "model_warmup 'w': short.bin has 10 bytes, input 'x' needs 64",
     });
-    await assert.rejects(
-      warmupSamples(model(x('').replace('x.bin', 'none.bin'))),
-      /model_warmup 'w': cannot read none.bin/,
-    );
+    await assert.rejects(warmupSamples(model(x('none.bin'))), /model_warmup 'w': cannot read none.bin/);
   });
 });

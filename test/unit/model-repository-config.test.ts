@@ -98,8 +98,10 @@ describe('parseModelConfig: defaults and runtime', () => {
     const c = parse(`backend: "onnxruntime"\nmax_batch_size: 8\n${IO}dynamic_batching { }`);
     assert.equal(c.name, 'tiny');
     assert.equal(c.runtime, 'ort');
-    assert.equal(c.platform, 'onnxruntime');
+    // Completed as Triton's loader completes it (metadata and /config report it).
+    assert.equal(c.platform, 'onnxruntime_onnx');
     assert.equal(c.backend, 'onnxruntime');
+    assert.deepEqual(c.warmup, []);
     assert.deepEqual(c.instanceGroup, [{ name: 'tiny', kind: 'KIND_AUTO', count: 1, gpus: [] }]);
     // Triton fills an empty preferred list with max_batch_size.
     assert.deepEqual(c.dynamicBatching?.preferredBatchSize, [8]);

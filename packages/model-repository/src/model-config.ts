@@ -61,9 +61,35 @@ export type VersionPolicy =
   | { readonly kind: 'all' }
   | { readonly kind: 'specific'; readonly versions: readonly number[] };
 
+/** Where a warmup input's values come from (the oneof of Triton's ModelWarmup.Input). */
+export type WarmupData =
+  | { readonly kind: 'zero' }
+  /** Uniform [0, 1) for floats, 0 or 1 for integers and BOOL. */
+  | { readonly kind: 'random' }
+  /** One sample's raw bytes, in the model's `warmup/` folder (read when the warmup runs). */
+  | { readonly kind: 'file'; readonly file: string };
+
+export interface WarmupInput {
+  readonly name: string;
+  readonly dataType: DataType;
+  /** One sample's dims, without the batch dim. */
+  readonly dims: readonly number[];
+  readonly data: WarmupData;
+}
+
+/** One `model_warmup` entry, checked at load. */
+export interface WarmupConfig {
+  readonly name: string;
+  /** Rows per run: batch_size (at least 1, at most the largest tier); 1 for a model without a batch dim. */
+  readonly rows: number;
+  /** How many times it runs (at least 1). */
+  readonly count: number;
+  readonly inputs: readonly WarmupInput[];
+}
+
 export interface ModelConfig {
   readonly name: string;
-  /** `platform`, or `backend` when platform is unset (as Triton's metadata shows it). */
+  /** The platform Triton reports: `platform`; unset, "onnxruntime_onnx" for the onnxruntime backend (as Triton's loader completes it), else `backend`. */
   readonly platform: string;
   readonly backend: string;
   /** Which GE Mesh runtime executes it, from backend/platform. */
@@ -86,9 +112,11 @@ export interface ModelConfig {
   readonly parameters: ReadonlyMap<string, string>;
   /** Always set by parseModelConfig; optional only so hand-built configs need not spell it. */
   readonly versionPolicy?: VersionPolicy;
+  /** `model_warmup`, run by every lane after the tiers' own warmup; always set by parseModelConfig. */
+  readonly warmup?: readonly WarmupConfig[];
   /** Fields loaded but read differently than Triton reads them, one located line each (see unhonoured-fields.ts). */
   readonly warnings?: readonly string[];
-  /** The parsed text-format message, for `/config` and later fields. */
+  /** The parsed text-format message, for the config printer (`/config`) and change detection only. */
   readonly raw: Readonly<Record<string, unknown>>;
 }
 

@@ -4,7 +4,7 @@
  * GE Mesh runtime, complete missing inputs/outputs from the model file, derive
  * the tiers, and freeze the result.
  */
-import { dataTypeFromConfig } from '@ge-mesh/protocol';
+import { dataTypeFromConfig, elementSize } from '@ge-mesh/protocol';
 import { ConfigError, type ConfigErrorKind, type SourcePosition } from './config-error.js';
 import {
   GeParameterError,
@@ -22,6 +22,9 @@ import type {
   TensorConfig,
   TimeoutAction,
   VersionPolicy,
+  WarmupConfig,
+  WarmupData,
+  WarmupInput,
 } from './model-config.js';
 import { ModelIOError, readModelFileIO, tensorsFromModel } from './model-io.js';
 import { parseTextProto, type TextMessage } from './text-format/parser.js';
@@ -195,6 +198,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,
     parameters,
     versionPolicy: readVersionPolicy(raw, r),
+    warmup: readWarmup(raw, maxBatchSize, tiers, r),
     warnings,
     raw,
   };
@@ -237,7 +241,8 @@ function readRuntime(raw: Msg, r: Reader): { runtime: Runtime; platform: string;
   const runtime = (fromBackend ?? fromPlatform) as Runtime;
   return {
     runtime,
-    platform: platform || backend,
+    // Triton's loader completes the onnxruntime backend's platform; metadata and /config show it.
+    platform: platform || (runtime === 'ort' ? 'onnxruntime_onnx' : backend),
     backend: backend || (runtime === 'ort' ? 'onnxruntime' : 'npu_ge'),
   };
 }
@@ -347,6 +352,47 @@ function readInstanceGroups(raw: Msg, modelName: string, r: Reader): InstanceGro
     // Triton treats a count below 1 as unset.
     const count = Math.max(1, num(g, 'count'));
     return { name, kind, count, gpus };
+  });
+}
+
+/**
+ * `model_warmup`, checked here so a bad entry fails the load with its line:
+ * batch_size within the largest tier, a fixed-size data_type per input. An
+ * input_data_file is read (and its size checked) when the warmup runs.
+ */
+function readWarmup(raw: Msg, maxBatchSize: number, tiers: readonly number[], r: Reader): WarmupConfig[] {
+  const largest = tiers[tiers.length - 1] ?? 1;
+  return list(raw, 'model_warmup').map((w, k) => {
+    const name = str(w, 'name') || `model_warmup[${k}]`;
+    const field = `model_warmup[${k}]`;
+    const rows = maxBatchSize > 0 ? Math.max(1, num(w, 'batch_size')) : 1;
+    if (rows > largest) {
+      r.fail(
+        `warmup '${name}' has batch_size ${rows}, above the largest tier ${largest}; lower it or add a tier`,
+        valuePosition(w, 'batch_size'),
+        `${field}.batch_size`,
+      );
+    }
+    const inputs = Object.entries((w.inputs as Record<string, Msg> | undefined) ?? {}).map(
+      ([input, spec]): WarmupInput => {
+        const dataType = dataTypeFromConfig(str(spec, 'data_type'));
+        if (!dataType || elementSize(dataType) === 0) {
+          r.fail(
+            `warmup '${name}' input '${input}' has data_type ${str(spec, 'data_type') || 'unset'}; warmup needs a fixed-size type (TYPE_FP32, TYPE_INT64, …)`,
+            valuePosition(spec, 'data_type') ?? sourcePosition(w, 'inputs'),
+            `${field}.inputs["${input}"].data_type`,
+          );
+        }
+        const file = str(spec, 'input_data_file');
+        const data: WarmupData = file
+          ? { kind: 'file', file }
+          : bool(spec, 'random_data')
+            ? { kind: 'random' }
+            : { kind: 'zero' };
+        return { name: input, dataType, dims: nums(spec, 'dims').map(Number), data };
+      },
+    );
+    return { name, rows, count: Math.max(1, num(w, 'count')), inputs };
   });
 }
 

@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { RepositoryModel } from '@ge-mesh/model-repository';
+import type { RepositoryModel, WarmupInput } from '@ge-mesh/model-repository';
 import {
   type BatchMessage,
   type DataType,
-  dataTypeFromConfig,
   decodeResponses,
   elementCount,
   elementSize,
@@ -30,20 +29,6 @@ export interface WarmupSample {
 }
 
 export class WarmupError extends Error {}
-
-interface RawWarmupInput {
-  data_type?: string;
-  dims?: number[];
-  zero_data?: boolean;
-  random_data?: boolean;
-  input_data_file?: string;
-}
-interface RawWarmup {
-  name?: string;
-  batch_size?: number;
-  inputs?: Record<string, RawWarmupInput>;
-  count?: number;
-}
 
 function fill(dt: DataType, n: number, how: 'zero' | 'random'): Uint8Array {
   const bytes = new Uint8Array(n * elementSize(dt));
@@ -82,52 +67,41 @@ function tierSamples(model: RepositoryModel): WarmupSample[] {
 }
 
 async function configuredSamples(model: RepositoryModel): Promise<WarmupSample[]> {
-  const c = model.config;
-  const raw = (c.raw.model_warmup ?? []) as RawWarmup[];
-  const batched = c.maxBatchSize > 0;
-  const largest = c.tiers[c.tiers.length - 1] ?? 1;
+  const batched = model.config.maxBatchSize > 0;
   const out: WarmupSample[] = [];
-  for (const [k, w] of raw.entries()) {
-    const name = w.name || `model_warmup[${k}]`;
-    const rows = batched ? Math.max(1, w.batch_size ?? 1) : 1;
-    if (rows > largest) {
-      throw new WarmupError(`model_warmup '${name}': batch_size ${rows} is above the largest tier ${largest}`);
-    }
+  // Checked at load (parse-model-config readWarmup): rows within the tiers, fixed-size data types.
+  for (const w of model.config.warmup ?? []) {
     const inputs: WireTensor[] = [];
-    for (const [inputName, spec] of Object.entries(w.inputs ?? {})) {
-      const dt = dataTypeFromConfig(spec.data_type ?? '');
-      if (!dt || elementSize(dt) === 0) {
-        throw new WarmupError(
-          `model_warmup '${name}': input '${inputName}' has an unsupported data_type '${spec.data_type}'`,
-        );
-      }
-      const dims = (spec.dims ?? []).map(Number);
-      const perSample = elementCount(dims);
-      let sample: Uint8Array;
-      if (spec.input_data_file) {
-        const file = join(model.dir, 'warmup', spec.input_data_file);
-        try {
-          sample = new Uint8Array(await readFile(file));
-        } catch (err) {
-          throw new WarmupError(
-            `model_warmup '${name}': cannot read ${spec.input_data_file}: ${(err as Error).message}`,
-          );
-        }
-        if (sample.byteLength !== perSample * elementSize(dt)) {
-          throw new WarmupError(
-            `model_warmup '${name}': ${spec.input_data_file} has ${sample.byteLength} bytes, input '${inputName}' needs ${perSample * elementSize(dt)}`,
-          );
-        }
-      } else {
-        sample = fill(dt, perSample, spec.random_data ? 'random' : 'zero');
-      }
-      const data = new Uint8Array(sample.byteLength * rows);
-      for (let r = 0; r < rows; r++) data.set(sample, r * sample.byteLength);
-      inputs.push(tensor(inputName, dt, batched ? [rows, ...dims] : dims, data));
+    for (const input of w.inputs) {
+      const dims = [...input.dims];
+      const sample = await sampleBytes(model, w.name, input);
+      const data = new Uint8Array(sample.byteLength * w.rows);
+      for (let r = 0; r < w.rows; r++) data.set(sample, r * sample.byteLength);
+      inputs.push(tensor(input.name, input.dataType, batched ? [w.rows, ...dims] : dims, data));
     }
-    for (let i = 0; i < Math.max(1, w.count ?? 1); i++) out.push({ name, rows, inputs });
+    for (let i = 0; i < w.count; i++) out.push({ name: w.name, rows: w.rows, inputs });
   }
   return out;
+}
+
+/** One sample's bytes of a warmup input: generated, or read from the model's `warmup/` folder. */
+async function sampleBytes(model: RepositoryModel, warmup: string, input: WarmupInput): Promise<Uint8Array> {
+  const perSample = elementCount([...input.dims]);
+  if (input.data.kind !== 'file') return fill(input.dataType, perSample, input.data.kind);
+  const { file } = input.data;
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(await readFile(join(model.dir, 'warmup', file)));
+  } catch (err) {
+    throw new WarmupError(`model_warmup '${warmup}': cannot read ${file}: ${(err as Error).message}`);
+  }
+  const want = perSample * elementSize(input.dataType);
+  if (bytes.byteLength !== want) {
+    throw new WarmupError(
+      `model_warmup '${warmup}': ${file} has ${bytes.byteLength} bytes, input '${input.name}' needs ${want}`,
+    );
+  }
+  return bytes;
 }
 
 /** The warmup samples of a model: every tier, then its model_warmup entries. */

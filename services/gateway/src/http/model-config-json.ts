@@ -67,7 +67,8 @@ function completed(model: RepositoryModel): Msg {
   const c = model.config;
   const raw = c.raw as TextMessage;
   const msg: Msg = { ...raw, name: model.name, backend: c.backend };
-  if (c.runtime === 'ort' && !raw.platform) msg.platform = 'onnxruntime_onnx';
+  // The typed config holds the completed platform; a custom backend's stays unset, as in Triton.
+  if (c.runtime === 'ort' && !raw.platform) msg.platform = c.platform;
   if (!raw.version_policy) msg.version_policy = { latest: { num_versions: 1 } };
   msg.default_model_filename = c.defaultModelFilename;
   msg.input = c.input.map((t) => tensorMessage(t, byName(raw.input, t.name), 'input'));

@@ -1,15 +1,5 @@
 import type { RepositoryModel, TensorConfig } from '@ge-mesh/model-repository';
 
-/**
- * The platform Triton reports: `platform`, completed to "onnxruntime_onnx"
- * for the onnxruntime backend as Triton's loader does, else the backend.
- */
-export function tritonPlatform(model: RepositoryModel): string {
-  const raw = model.config.raw.platform;
-  if (typeof raw === 'string' && raw !== '') return raw;
-  return model.config.runtime === 'ort' ? 'onnxruntime_onnx' : model.config.backend;
-}
-
 /** Triton's model metadata: the batch dim shows as -1 when max_batch_size > 0. */
 export function modelMetadata(model: RepositoryModel, versions: string[]) {
   const batched = model.config.maxBatchSize > 0;
@@ -21,7 +11,7 @@ export function modelMetadata(model: RepositoryModel, versions: string[]) {
   return {
     name: model.name,
     versions,
-    platform: tritonPlatform(model),
+    platform: model.config.platform,
     inputs: model.config.input.map(tensor),
     outputs: model.config.output.map(tensor),
   };
