@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { WorkerRegistry } from '@ge-mesh/store';
@@ -47,7 +49,7 @@ describe('worker: several devices, several models, repository load/unload', { ti
     });
     mesh = await startTestMesh({
       modelRepository: repo.dir,
-      models: ['tiny', 'pinned'],
+      models: ['tiny', 'pinned', 'late'],
       env: { GEMESH_TEST_LOAD_DELAY_MS: String(LOAD_DELAY_MS) },
       flags: { worker: ['--devices', '2', '--device-count', '2'] },
     });
@@ -195,6 +197,63 @@ describe('worker: several devices, several models, repository load/unload', { ti
     const r = await infer('tiny', 30);
     assert.equal(r.status, 200, r.text);
     assert.ok(r.ratio <= 1);
+  });
+
+  it('a model added later and loaded by the API is batched; a changed config reaches the batcher once a worker has it ready', async () => {
+    const late = join(repo.dir, 'late');
+    const writeConfig = (tiers: number[]) =>
+      writeFile(
+        join(late, 'config.pbtxt'),
+        `name: "late"\nbackend: "onnxruntime"\nmax_batch_size: ${Math.max(...tiers)}\n` +
+          `dynamic_batching { preferred_batch_size: [ ${tiers.join(', ')} ] }\n`,
+      );
+    await mkdir(join(late, '1'), { recursive: true });
+    await copyFile(join(repo.dir, 'tiny', '1', 'model.onnx'), join(late, '1', 'model.onnx'));
+    await writeConfig([1, 2, 4, 8]);
+    assert.deepEqual(await call('POST', '/v2/repository/models/late/load'), { status: 200, text: '' });
+    const first = await infer('late', 40);
+    assert.equal(first.status, 200, first.text);
+    assert.ok(first.ratio <= 1, String(first.ratio));
+    const batcherLine = (msg: string, tiers: string) =>
+      mesh.lines.findIndex(
+        (l) =>
+          l.startsWith('[batcher]') &&
+          l.includes(`"msg":"${msg}"`) &&
+          l.includes('"model":"late"') &&
+          l.includes(`"tiers":[${tiers}]`),
+      );
+    assert.ok(batcherLine('batching model', '1,2,4,8') >= 0, 'the batcher took up the loaded model');
+
+    // Tiers 1 and 2 now: the worker loads and warms them (held 1 s by the test's load delay) before the batcher switches.
+    await writeConfig([1, 2]);
+    assert.deepEqual(await call('POST', '/v2/repository/models/late/load'), { status: 200, text: '' });
+    const waitFor = async (find: () => number) => {
+      for (let i = 0; i < 100 && find() < 0; i++) await new Promise((r) => setTimeout(r, 100));
+      return find();
+    };
+    const switched = await waitFor(() => batcherLine('model config changed: batching with the new one', '1,2'));
+    const served = mesh.lines.findIndex(
+      (l) =>
+        l.startsWith('[worker') &&
+        l.includes('"msg":"serving"') &&
+        l.includes('"model":"late"') &&
+        l.includes('"tiers":[1,2]'),
+    );
+    assert.ok(served >= 0 && switched > served, `worker serving at ${served}, batcher switched at ${switched}`);
+    const second = await infer('late', 41);
+    assert.equal(second.status, 200, second.text);
+    assert.ok(second.ratio <= 1, String(second.ratio));
+
+    assert.deepEqual(await call('POST', '/v2/repository/models/late/unload'), { status: 200, text: '' });
+    const stopped = await waitFor(() =>
+      mesh.lines.findIndex(
+        (l) =>
+          l.startsWith('[batcher]') &&
+          l.includes('"msg":"model unloaded: batching stopped"') &&
+          l.includes('"model":"late"'),
+      ),
+    );
+    assert.ok(stopped >= 0, 'the batcher stopped batching the unloaded model');
   });
 
   it('load errors and the extension list', async () => {

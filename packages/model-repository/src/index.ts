@@ -11,7 +11,7 @@ export {
 export * from './model-config.js';
 export { MODEL_CONFIG_SCHEMA } from './model-config-schema.js';
 export { modelConfigFromMessage, type ParseModelConfigOptions, parseModelConfig } from './parse-model-config.js';
-export { type LoadOptions, loadModel, loadRepository, resolveVersion } from './repository.js';
+export { type LoadOptions, loadModel, loadRepository, resolveVersion, sameModel } from './repository.js';
 export { type ParseTextProtoOptions, parseTextProto, type TextMessage } from './text-format/parser.js';
 export { type FieldLocation, fieldLocation, sourcePosition, valuePosition } from './text-format/positions.js';
 export type { EnumSchema, FieldSchema, MessageSchema, ScalarKind } from './text-format/schema.js';

@@ -63,6 +63,11 @@ export async function loadRepository(dir: string, options: LoadOptions = {}): Pr
   return Object.freeze({ dir, models, errors });
 }
 
+/** Same config and version files: loading the model again would change nothing. */
+export function sameModel(a: RepositoryModel, b: RepositoryModel): boolean {
+  return JSON.stringify([a.config.raw, a.versions]) === JSON.stringify([b.config.raw, b.versions]);
+}
+
 /**
  * Loads one model folder of a repository. Throws MeshError MODEL_NOT_FOUND
  * when there is no such folder, ConfigError when it cannot be loaded.

@@ -1,6 +1,6 @@
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
-import { BatchStore, RuntimeSettings } from '@ge-mesh/store';
+import { BatchStore, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
   BatcherMetrics,
@@ -12,6 +12,7 @@ import {
 import { startTracing } from '@ge-mesh/telemetry/tracing';
 import type { PolicyName } from './batch-policy.js';
 import { ModelBatcher } from './model-batcher.js';
+import { ModelFleet } from './model-fleet.js';
 import { loadBatcherSettings } from './settings.js';
 
 const settings = loadBatcherSettings();
@@ -23,7 +24,7 @@ const topo = topology(settings.namespace, settings.durability as Durability);
 const repo = await loadRepository(settings.modelRepository);
 for (const [name, err] of repo.errors) log.error({ model: name, err: err.message }, 'model not loaded');
 const wanted = settings.models === '*' ? null : new Set(settings.models.split(',').map((s) => s.trim()));
-const models = [...repo.models.values()].filter((m) => !wanted || wanted.has(m.name));
+const allowed = (model: string) => !wanted || wanted.has(model);
 
 const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `batcher-${process.pid}`);
 const store = BatchStore.connect(settings.redisUrl, settings.namespace, log);
@@ -32,11 +33,16 @@ const runtimeSettings = new RuntimeSettings(store.redis, settings.namespace);
 await runtimeSettings.follow((section, value) => {
   if (section === 'logging' && isLogSettings(value)) applyLogSettings(log, value);
 });
-const metrics = settings.allowMetrics
-  ? new BatcherMetrics(() => batchers.map((b): [string, PendingSnapshot] => [b.model.name, b.pending()]))
+const metrics: BatcherMetrics | undefined = settings.allowMetrics
+  ? new BatcherMetrics(() => fleet.batchers.map((b): [string, PendingSnapshot] => [b.model.name, b.pending()]))
   : undefined;
-const batchers: ModelBatcher[] = models.map(
-  (m) =>
+const registry = new WorkerRegistry(store.redis, settings.namespace);
+const fleet: ModelFleet = new ModelFleet(repo.models, {
+  repositoryDir: settings.modelRepository,
+  registry,
+  allowed,
+  log,
+  create: (m) =>
     new ModelBatcher(
       m,
       broker,
@@ -49,16 +55,21 @@ const batchers: ModelBatcher[] = models.map(
       },
       log,
     ),
-);
-for (const m of models) metrics?.addModel(m.name, m.config.tiers);
+  ...(metrics ? { onStarted: (m) => metrics.addModel(m.name, m.config.tiers) } : {}),
+});
 if (metrics && store.health) registerConnectionMetrics(metrics.registry, { broker, redis: store.health });
 let metricsServer: MetricsServer | undefined;
 if (metrics)
   metricsServer = await serveMetricsOrWarn(metrics.registry, settings.metricsHost, settings.metricsPort, log);
-for (const b of batchers) await b.start();
+// Model control: loads and unloads by the repository API, and workers reporting a new generation ready.
+const controlSub = store.redis.duplicate();
+controlSub.on('error', (err: Error) => log.warn({ err: err.message }, 'model control notifications: redis error'));
+controlSub.on('message', () => fleet.notify());
+await controlSub.subscribe(registry.channel);
+await fleet.start();
 log.info(
   {
-    models: models.map((m) => `${m.name} tiers=[${m.config.tiers.join(',')}]`),
+    models: fleet.batchers.map((b) => `${b.model.name} tiers=[${b.model.config.tiers.join(',')}]`),
     policy: settings.policy,
     metricsPort: metricsServer?.port ?? null,
   },
@@ -70,7 +81,8 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info({ signal }, 'stopping');
-  await Promise.all(batchers.map((b) => b.stop()));
+  await fleet.stop();
+  await controlSub.quit().catch(() => undefined);
   await metricsServer?.close();
   await broker.close();
   await runtimeSettings.close();

@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
-import { loadModel, loadRepository, parseGlobalGeOptions, type RepositoryModel } from '@ge-mesh/model-repository';
+import {
+  loadModel,
+  loadRepository,
+  parseGlobalGeOptions,
+  type RepositoryModel,
+  sameModel,
+} from '@ge-mesh/model-repository';
 import { BatchStore, RuntimeSettings, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
 import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
@@ -183,10 +189,6 @@ const deps: ServedModelDeps = {
     void shutdown('channel lost', 1);
   },
 };
-
-/** Same config and version files: loading it again changes nothing. */
-const sameModel = (a: RepositoryModel, b: RepositoryModel) =>
-  JSON.stringify([a.config.raw, a.versions]) === JSON.stringify([b.config.raw, b.versions]);
 
 /** Model control generation each model was last acted on (loaded, unloaded, or found unplaceable). */
 const acted = new Map<string, number>();
