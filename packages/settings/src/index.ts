@@ -133,6 +133,17 @@ export function loadSettingsOrExit<S extends SettingsSpec>(
   }
 }
 
+/**
+ * Whether a model the model control has no entry for yet (none of load,
+ * unload) is loaded: every model, except in explicit mode only the
+ * --load-model names. Workers, batchers and gateways decide alike.
+ */
+export function loadedAtStart(settings: { readonly modelControlMode: string; readonly loadModel: string }) {
+  if (settings.modelControlMode !== 'explicit') return (_model: string) => true;
+  const names = new Set(settings.loadModel.split(',').filter((n) => n !== ''));
+  return (model: string) => names.has('*') || names.has(model);
+}
+
 /** Options every service shares. */
 export const COMMON_OPTIONS = {
   namespace: {
@@ -157,6 +168,18 @@ export const COMMON_OPTIONS = {
     kind: 'string',
     default: 'infra/model_repository',
     doc: 'Path of the Triton-layout model repository (<repo>/<model>/config.pbtxt, <repo>/<model>/<version>/model.onnx).',
+  },
+  modelControlMode: {
+    kind: 'string',
+    default: 'none',
+    doc: "Triton's model control: none (every model of the repository loads at start; the repository API may still load and unload), explicit (only the --load-model names load at start; the rest by the repository API) or poll (every model loads at start, and the gateway rescans the repository every --repository-poll-secs, loading added and changed models and unloading removed ones; the repository API is refused). Every service of a mesh must use the same mode.",
+    schema: Type.Union([Type.Literal('none'), Type.Literal('explicit'), Type.Literal('poll')]),
+  },
+  loadModel: {
+    kind: 'string',
+    default: '',
+    doc: 'With --model-control-mode explicit: comma-separated models to load at start, or * for all of them.',
+    schema: Type.String({ pattern: '^(\\*|[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*)?$' }),
   },
   durability: {
     kind: 'string',

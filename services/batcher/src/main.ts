@@ -1,5 +1,6 @@
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository } from '@ge-mesh/model-repository';
+import { loadedAtStart } from '@ge-mesh/settings';
 import { BatchStore, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
@@ -41,6 +42,7 @@ const fleet: ModelFleet = new ModelFleet(repo.models, {
   repositoryDir: settings.modelRepository,
   registry,
   allowed,
+  startsLoaded: loadedAtStart(settings),
   log,
   create: (m) =>
     new ModelBatcher(

@@ -11,6 +11,8 @@ export interface ModelFleetDeps {
   readonly registry: WorkerRegistry;
   /** The --models filter. */
   readonly allowed: (model: string) => boolean;
+  /** Whether a model with no control entry yet is loaded (settings' loadedAtStart). */
+  readonly startsLoaded: (model: string) => boolean;
   readonly create: (model: RepositoryModel) => ModelBatcher;
   readonly log: Logger;
   /** Told of every batcher started (metrics). */
@@ -101,8 +103,8 @@ export class ModelFleet {
       if (this.stopped) return;
       if (!allowed(name)) continue;
       const ctl = controls.get(name);
-      // No entry: load, as Triton loads every model of the repository at start.
-      const action = ctl?.action ?? 'load';
+      // No entry: as the control mode loads models at start (Triton's none and poll: every one).
+      const action = ctl?.action ?? (this.deps.startsLoaded(name) ? 'load' : 'unload');
       const generation = ctl?.generation ?? 0;
       const current = this.running.get(name);
       if (action === 'unload') {

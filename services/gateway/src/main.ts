@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
-import { loadRepository } from '@ge-mesh/model-repository';
+import { loadRepository, type RepositoryModel } from '@ge-mesh/model-repository';
+import { loadedAtStart } from '@ge-mesh/settings';
 import { BatchStore, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import {
@@ -25,6 +26,7 @@ import { MeshQueries } from './pipeline/queries.js';
 import { RepositoryControl } from './pipeline/repository-control.js';
 import { TRACE_SECTION, TraceControl } from './pipeline/trace-control.js';
 import { ReplyRouter } from './reply-router.js';
+import { RepositoryPoller } from './repository-poller.js';
 import { loadGatewaySettings } from './settings.js';
 import { InferenceStats } from './stats/inference-stats.js';
 import { REGISTRY_REFILL_MS, WorkerModelStates } from './worker-model-states.js';
@@ -50,6 +52,7 @@ const workerStates = await WorkerModelStates.start(
   repository,
   new WorkerRegistry(registryStore.redis, settings.namespace),
   log,
+  loadedAtStart(settings),
 );
 const states: ModelStates = workerStates;
 
@@ -98,18 +101,34 @@ const pipeline = new InferPipeline({
 });
 replies.onReply = pipeline.observeReply;
 const queries = new MeshQueries({ states, auth, stats, isReady });
+/** A model about to be loaded: its request queue declared (so requests are routable) and its metrics. */
+const prepareModel = async (model: RepositoryModel) => {
+  const ch = await broker.channel();
+  await broker.assertWorkQueue(ch, topo.requests(model.name));
+  await ch.close();
+  addMetrics(model.name);
+};
+const polling = settings.modelControlMode === 'poll';
 const control = new RepositoryControl({
   states: workerStates,
   auth,
   repositoryDir: settings.modelRepository,
-  prepareModel: async (model) => {
-    const ch = await broker.channel();
-    await broker.assertWorkQueue(ch, topo.requests(model.name));
-    await ch.close();
-    addMetrics(model.name);
-  },
+  prepareModel,
+  polling,
   log,
 });
+const poller = polling
+  ? new RepositoryPoller({
+      dir: settings.modelRepository,
+      registry: workerStates.registry,
+      log,
+      prepare: async (model) => {
+        workerStates.setModel(model);
+        await prepareModel(model);
+      },
+    })
+  : undefined;
+await poller?.start(repository, settings.repositoryPollSecs * 1000);
 
 // Triton's logging and trace extensions: settings shared through Redis with every service.
 const runtimeSettings = new RuntimeSettings(registryStore.redis, settings.namespace);
@@ -207,6 +226,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal, pending: replies.pendingCount }, 'stopping');
   await Promise.all([ingress?.stop(), app.close(), grpc?.close(settings.grpcDrainMs)]);
+  await poller?.stop();
   await metricsServer?.close();
   await broker.close();
   await workerStates.close();

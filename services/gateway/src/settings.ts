@@ -78,6 +78,12 @@ export const GATEWAY_OPTIONS = {
     doc: 'PEM CA bundle: when set (with TLS on), REST and gRPC clients must present a certificate it signed.',
     schema: Type.String(),
   },
+  repositoryPollSecs: {
+    kind: 'integer',
+    default: 15,
+    doc: "With --model-control-mode poll: seconds between rescans of the model repository (Triton's --repository-poll-secs).",
+    schema: Type.Integer({ minimum: 1, maximum: 86_400 }),
+  },
   requestTimeoutMs: {
     kind: 'integer',
     default: 60_000,

@@ -45,13 +45,20 @@ export class WorkerModelStates implements ModelStates {
     private readonly repository: Repository,
     readonly registry: WorkerRegistry,
     private readonly log?: Logger,
+    /** Whether a model with no control entry is loaded (explicit model control: only --load-model). */
+    private readonly startsLoaded: (model: string) => boolean = () => true,
   ) {
     this.models = new Map(repository.models);
     this.errors = new Map(repository.errors);
   }
 
-  static async start(repository: Repository, registry: WorkerRegistry, log?: Logger): Promise<WorkerModelStates> {
-    const s = new WorkerModelStates(repository, registry, log);
+  static async start(
+    repository: Repository,
+    registry: WorkerRegistry,
+    log?: Logger,
+    startsLoaded?: (model: string) => boolean,
+  ): Promise<WorkerModelStates> {
+    const s = new WorkerModelStates(repository, registry, log, startsLoaded);
     await s.refresh();
     const sub = registry.redis.duplicate();
     s.sub = sub;
@@ -149,7 +156,7 @@ export class WorkerModelStates implements ModelStates {
     const held = this.snapshot.workers.flatMap((w) =>
       w.models.filter((m) => m.model === name && m.versions.includes(version)).map((m) => ({ w, m })),
     );
-    if (ctl?.action === 'unload')
+    if (ctl?.action === 'unload' || (!ctl && !this.startsLoaded(name)))
       return held.length > 0 ? { state: 'UNLOADING' } : { state: 'UNAVAILABLE', reason: 'unloaded' };
     if (held.some(({ w, m }) => m.state === 'ready' && w.state !== 'draining')) return { state: 'READY' };
     if (held.some(({ m }) => m.state === 'loading')) return { state: 'LOADING' };

@@ -8,6 +8,7 @@ import {
   type RepositoryModel,
   sameModel,
 } from '@ge-mesh/model-repository';
+import { loadedAtStart } from '@ge-mesh/settings';
 import { BatchStore, RuntimeSettings, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
 import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
@@ -51,6 +52,8 @@ const repo = await loadRepository(settings.modelRepository);
 for (const [name, err] of repo.errors) log.error({ model: name, err: err.message }, 'model not loaded');
 const filter = settings.models === '*' ? null : new Set(settings.models.split(',').map((s) => s.trim()));
 const allowed = (name: string) => !filter || filter.has(name);
+// A model with no model control entry yet: loaded, except in explicit mode unless named by --load-model.
+const startsLoaded = loadedAtStart(settings);
 /** The models this worker knows, re-read from disk when the repository API loads one. */
 const view = new Map([...repo.models].filter(([name, m]) => allowed(name) && m.config.runtime === settings.runtime));
 if (view.size === 0) {
@@ -200,8 +203,8 @@ async function reconcile(): Promise<void> {
     if (stopping) return;
     if (!allowed(name)) continue;
     const ctl = controls.get(name);
-    // No entry: load, as Triton loads every model of the repository at start.
-    const action = ctl?.action ?? 'load';
+    // No entry: as the control mode loads models at start (Triton's none and poll: every one).
+    const action = ctl?.action ?? (startsLoaded(name) ? 'load' : 'unload');
     const gen = ctl?.generation ?? 0;
     const current = served.get(name);
     if (action === 'unload') {
@@ -288,7 +291,7 @@ sub.on('message', (_ch: string, msg: string) => {
 await sub.subscribe(registry.channel);
 
 // Register as starting (the models it will load become wanted), load everything, then report ready.
-const wanted = [...view.values()].filter((m) => placeable(m)).map((m) => m.name);
+const wanted = [...view.values()].filter((m) => placeable(m) && startsLoaded(m.name)).map((m) => m.name);
 let metricsServer: MetricsServer | undefined;
 if (metrics)
   metricsServer = await serveMetricsOrWarn(metrics.registry, settings.metricsHost, settings.metricsPort, log);

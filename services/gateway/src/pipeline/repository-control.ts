@@ -15,6 +15,8 @@ export interface RepositoryControlDeps {
   loadTimeoutMs?: number;
   /** Longest an unload waits for the workers to finish their batches and let go. */
   unloadTimeoutMs?: number;
+  /** Poll model control: the repository is the only source of loads and unloads, as in Triton. */
+  polling?: boolean;
   /** How long a load waits for some live worker to say it may load the model (a few heartbeats). */
   noWorkerGraceMs?: number;
   log?: Logger;
@@ -51,6 +53,10 @@ export class RepositoryControl {
 
   private async admit(call: ControlCall, action: 'load' | 'unload'): Promise<void> {
     this.deps.auth.requireAdmin(call.authorization);
+    if (this.deps.polling) {
+      // Triton's answer in this mode; the repository poller owns loads and unloads.
+      throw new MeshError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
+    }
     if (call.repository !== undefined && call.repository !== '') {
       throw new MeshError('INVALID_ARGUMENT', "'repository_name' specification is not supported");
     }

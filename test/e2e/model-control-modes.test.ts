@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
+import { tinyVariants } from '../support/batcher-fixtures.js';
+import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
+import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
+
+/**
+ * Triton's model control modes across the whole mesh (gateway, batcher and
+ * worker read the same --model-control-mode): explicit loads only the
+ * --load-model names at start and the rest by the repository API; poll
+ * follows the repository folder (added, changed and removed models) and
+ * refuses the API.
+ */
+const TIERS_1248 = 'max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 1, 2, 4, 8 ] }';
+
+function client(mesh: () => TestMesh, ref: Reference) {
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${mesh().url}${path}`, {
+      method,
+      ...(body === undefined
+        ? {}
+        : {
+            headers: { 'content-type': 'application/json' },
+            body: typeof body === 'string' ? body : JSON.stringify(body),
+          }),
+    });
+    return { status: res.status, text: await res.text() };
+  };
+  return {
+    call,
+    /** A 2-row request to a tiny variant, checked against onnxruntime on the same inputs. */
+    async infer(model: string, seed: number) {
+      const inputs = sampleInputs(demoModel('tiny'), 2, seed);
+      const r = await call('POST', `/v2/models/${model}/infer`, jsonInferBody(inputs));
+      if (r.status !== 200) return { ...r, ratio: Number.NaN };
+      const y = (JSON.parse(r.text) as { outputs: Array<{ data: number[] }> }).outputs[0]?.data ?? [];
+      const expected = (await ref.run('tiny', inputs)).y?.data ?? new Float32Array();
+      return { ...r, ratio: toleranceRatio(y, expected, 1e-4, 1e-3) };
+    },
+    async states() {
+      const rows = JSON.parse((await call('POST', '/v2/repository/index')).text) as Array<{
+        name: string;
+        state?: string;
+        reason?: string;
+      }>;
+      return Object.fromEntries(rows.map((r) => [r.name, [r.state, r.reason].filter(Boolean).join(': ')]));
+    },
+  };
+}
+
+async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`not within ${timeoutMs / 1000} s: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('model control: explicit', { timeout: 180_000 }, () => {
+  let mesh: TestMesh;
+  let repo: Awaited<ReturnType<typeof tinyVariants>>;
+  const ref = new Reference();
+  const c = client(() => mesh, ref);
+
+  before(async () => {
+    repo = await tinyVariants({ a: TIERS_1248, b: TIERS_1248 });
+    mesh = await startTestMesh({
+      modelRepository: repo.dir,
+      models: ['a', 'b'],
+      env: { GEMESH_MODEL_CONTROL_MODE: 'explicit', GEMESH_LOAD_MODEL: 'a' },
+    });
+  });
+  after(async () => {
+    await ref.close();
+    await mesh?.teardown();
+    await repo?.remove();
+  });
+
+  it('loads only --load-model at start; the rest loads by the API and is then batched and answered', async () => {
+    await eventually(async () => (await c.states()).a === 'READY', 'a ready');
+    assert.deepEqual(await c.states(), { a: 'READY', b: 'UNAVAILABLE: unloaded' });
+    assert.equal((await c.call('GET', '/v2/health/ready')).status, 200);
+    const a = await c.infer('a', 1);
+    assert.equal(a.status, 200, a.text);
+    assert.ok(a.ratio <= 1, String(a.ratio));
+    assert.notEqual((await c.infer('b', 2)).status, 200);
+
+    assert.deepEqual(await c.call('POST', '/v2/repository/models/b/load'), { status: 200, text: '' });
+    assert.deepEqual(await c.states(), { a: 'READY', b: 'READY' });
+    const b = await c.infer('b', 3);
+    assert.equal(b.status, 200, b.text);
+    assert.ok(b.ratio <= 1, String(b.ratio));
+  });
+});
+
+describe('model control: poll', { timeout: 180_000 }, () => {
+  let mesh: TestMesh;
+  let repo: Awaited<ReturnType<typeof tinyVariants>>;
+  const ref = new Reference();
+  const c = client(() => mesh, ref);
+
+  before(async () => {
+    repo = await tinyVariants({ a: TIERS_1248, gone: TIERS_1248 });
+    mesh = await startTestMesh({
+      modelRepository: repo.dir,
+      models: ['a', 'gone', 'added'],
+      env: { GEMESH_MODEL_CONTROL_MODE: 'poll' },
+      flags: { gateway: ['--repository-poll-secs', '1'] },
+    });
+  });
+  after(async () => {
+    await ref.close();
+    await mesh?.teardown();
+    await repo?.remove();
+  });
+
+  it("refuses the repository API with Triton's answer", async () => {
+    assert.deepEqual(await c.call('POST', '/v2/repository/models/a/load'), {
+      status: 503,
+      text: '{"error":"explicit model load / unload is not allowed if polling is enabled"}',
+    });
+  });
+
+  it('loads a model added to the folder, applies a changed config, unloads a removed model', async () => {
+    await eventually(async () => (await c.states()).a === 'READY', 'a ready');
+    const added = join(repo.dir, 'added');
+    const writeConfig = (tiers: number[]) =>
+      writeFile(
+        join(added, 'config.pbtxt'),
+        `name: "added"\nbackend: "onnxruntime"\nmax_batch_size: ${Math.max(...tiers)}\n` +
+          `dynamic_batching { preferred_batch_size: [ ${tiers.join(', ')} ] }\n`,
+      );
+    await mkdir(join(added, '1'), { recursive: true });
+    await copyFile(join(repo.dir, 'a', '1', 'model.onnx'), join(added, '1', 'model.onnx'));
+    await writeConfig([1, 2, 4, 8]);
+    await eventually(async () => (await c.states()).added === 'READY', 'the added model ready');
+    const first = await c.infer('added', 4);
+    assert.equal(first.status, 200, first.text);
+    assert.ok(first.ratio <= 1, String(first.ratio));
+
+    await writeConfig([1, 2]);
+    const changed = () =>
+      mesh.lines.findIndex(
+        (l) =>
+          l.startsWith('[batcher]') &&
+          l.includes('"msg":"model config changed: batching with the new one"') &&
+          l.includes('"model":"added"') &&
+          l.includes('"tiers":[1,2]'),
+      );
+    await eventually(async () => changed() >= 0, 'the batcher on the changed config');
+    const served = mesh.lines.findIndex(
+      (l) =>
+        l.startsWith('[worker') &&
+        l.includes('"msg":"serving"') &&
+        l.includes('"model":"added"') &&
+        l.includes('"tiers":[1,2]'),
+    );
+    assert.ok(served >= 0 && changed() > served, `worker serving at ${served}, batcher switched at ${changed()}`);
+    const second = await c.infer('added', 5);
+    assert.equal(second.status, 200, second.text);
+    assert.ok(second.ratio <= 1, String(second.ratio));
+
+    await rm(join(repo.dir, 'gone'), { recursive: true, force: true });
+    await eventually(async () => (await c.states()).gone === 'UNAVAILABLE: unloaded', 'the removed model unloaded');
+    assert.notEqual((await c.infer('gone', 6)).status, 200);
+    assert.equal((await c.call('GET', '/v2/health/ready')).status, 200);
+  });
+});
