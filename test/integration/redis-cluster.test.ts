@@ -11,6 +11,7 @@ import {
   isCluster,
   type NewBatch,
   type RedisConnection,
+  ResponseCache,
   SCRIPT_NAMES,
   type ScriptName,
   scriptSource,
@@ -283,6 +284,20 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
   await expect('lease 0 free', registry.leaseHolder('n1', 'cpu', 0), null);
   await expect('alive mark', registry.markAlive(), true);
   await expect('alive mark again', registry.markAlive(), false);
+
+  // The response cache: its keys share the namespace cache's slot.
+  const cache = new ResponseCache(store.redis, store.namespace, { maxBytes: 20, ttlMs: 60_000 });
+  await expect('cache put', cache.put('k1', Buffer.from([0, 1, 255, 2, 3, 4, 5, 6, 7, 8]), 1), {
+    stored: true,
+    evicted: 0,
+  });
+  await expect('cache put 2', cache.put('k2', Buffer.alloc(12, 9), 2), { stored: true, evicted: 1 });
+  await expect('cache get evicted', cache.get('k1', 3), null);
+  await expect(
+    'cache get',
+    cache.get('k2', 3).then((v) => v?.toString('hex')),
+    '090909090909090909090909',
+  );
 
   // Every model's manifests are found (on a Cluster: on every master).
   await expect(

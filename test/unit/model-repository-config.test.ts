@@ -102,6 +102,7 @@ describe('parseModelConfig: defaults and runtime', () => {
     assert.equal(c.platform, 'onnxruntime_onnx');
     assert.equal(c.backend, 'onnxruntime');
     assert.deepEqual(c.warmup, []);
+    assert.equal(c.responseCache, false);
     assert.deepEqual(c.instanceGroup, [{ name: 'tiny', kind: 'KIND_AUTO', count: 1, gpus: [] }]);
     // Triton fills an empty preferred list with max_batch_size.
     assert.deepEqual(c.dynamicBatching?.preferredBatchSize, [8]);
@@ -252,11 +253,6 @@ describe('parseModelConfig: defaults and runtime', () => {
         'repository agents (checksums, decryption) are not run; remove model_repository_agents',
       ],
       [
-        'response_cache { enable: true }',
-        'response_cache',
-        'responses are not cached yet; set enable: false or remove response_cache',
-      ],
-      [
         'model_transaction_policy { decoupled: true }',
         'model_transaction_policy',
         'decoupled models (several responses per request) are not served; set decoupled: false',
@@ -293,9 +289,9 @@ describe('parseModelConfig: defaults and runtime', () => {
       .replace(/batch_output \{.*\}\n/, '')
       .replace(/ *rate_limiter \{.*\}\n/, '')
       .replace(/model_operations \{.*\}\n/, '')
-      .replace(/model_repository_agents \{.*\}\n/, '')
-      .replace(/response_cache \{.*\}\n/, '');
+      .replace(/model_repository_agents \{.*\}\n/, '');
     const c = parseModelConfig(kept, opts);
+    assert.equal(c.responseCache, true);
     assert.equal(c.runtime, 'ort');
     assert.equal(c.platform, 'onnxruntime_onnx');
     assert.equal(c.defaultModelFilename, 'detector.onnx');
@@ -315,7 +311,7 @@ describe('parseModelConfig: defaults and runtime', () => {
       'all-fields.pbtxt:79:52: instance_group[1].secondary_devices ignored (NVDLA devices)',
       'all-fields.pbtxt:82:1: cc_model_filenames ignored: default_model_filename is always read',
       'all-fields.pbtxt:83:1: metric_tags ignored: metrics carry model and version labels',
-      "all-fields.pbtxt:95:1: model_metrics ignored: histograms use the mesh's own buckets",
+      "all-fields.pbtxt:96:1: model_metrics ignored: histograms use the mesh's own buckets",
     ]);
   });
 

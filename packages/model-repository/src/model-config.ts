@@ -112,6 +112,8 @@ export interface ModelConfig {
   readonly parameters: ReadonlyMap<string, string>;
   /** Always set by parseModelConfig; optional only so hand-built configs need not spell it. */
   readonly versionPolicy?: VersionPolicy;
+  /** `response_cache { enable: true }`: the gateways answer a repeated request from the shared cache. */
+  readonly responseCache?: boolean;
   /** `model_warmup`, run by every lane after the tiers' own warmup; always set by parseModelConfig. */
   readonly warmup?: readonly WarmupConfig[];
   /** Fields loaded but read differently than Triton reads them, one located line each (see unhonoured-fields.ts). */

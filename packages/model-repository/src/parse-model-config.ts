@@ -199,6 +199,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     parameters,
     versionPolicy: readVersionPolicy(raw, r),
     warmup: readWarmup(raw, maxBatchSize, tiers, r),
+    responseCache: bool((raw.response_cache as Msg | undefined) ?? {}, 'enable'),
     warnings,
     raw,
   };

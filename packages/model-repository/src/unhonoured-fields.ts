@@ -36,12 +36,6 @@ export const UNHONOURED_FIELDS: readonly Rule[] = [
     say: "ensembles are not served yet; call each step's model in turn",
   },
   {
-    field: 'response_cache',
-    when: isTrue('enable'),
-    action: 'refuse',
-    say: 'responses are not cached yet; set enable: false or remove response_cache',
-  },
-  {
     field: 'model_transaction_policy',
     when: isTrue('decoupled'),
     action: 'refuse',

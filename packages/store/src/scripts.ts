@@ -22,6 +22,8 @@ export const SCRIPT_NAMES = [
   'heartbeat-worker',
   'release-worker',
   'set-model-control',
+  'cache-get',
+  'cache-put',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -74,12 +76,19 @@ function assertOneSlot(name: ScriptName, keys: readonly string[]): void {
 
 export type ScriptRunner = (keys: string[], args: (string | number | Buffer)[]) => Promise<unknown>;
 
-export function defineScripts(redis: RedisConnection): Record<ScriptName, ScriptRunner> {
+/** `replies: 'buffers'`: bulk replies come back as Buffers (binary values), not UTF-8 strings. */
+export function defineScripts(
+  redis: RedisConnection,
+  replies: 'strings' | 'buffers' = 'strings',
+): Record<ScriptName, ScriptRunner> {
   const runners = {} as Record<ScriptName, ScriptRunner>;
   for (const name of SCRIPT_NAMES) {
     const command = name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
     redis.defineCommand(command, { lua: scriptSource(name) });
-    const fn = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[command];
+    // defineCommand adds `<command>Buffer`, the same script with Buffer replies.
+    const fn = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
+      replies === 'buffers' ? `${command}Buffer` : command
+    ];
     if (!fn) throw new Error(`script ${name} was not registered`);
     runners[name] = async (keys, args) => {
       assertOneSlot(name, keys);

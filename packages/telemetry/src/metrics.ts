@@ -53,6 +53,10 @@ export class InferenceMetrics {
   private readonly computeSeconds: Histogram<'model' | 'version'>;
   private readonly batchSize: Histogram<'model' | 'version'>;
   private readonly errors: Counter<'code' | 'ingress'>;
+  private readonly cacheHits: Counter<'model' | 'version'>;
+  private readonly cacheMisses: Counter<'model' | 'version'>;
+  private readonly cacheHitUs: Counter<'model' | 'version'>;
+  private readonly cacheMissUs: Counter<'model' | 'version'>;
 
   constructor(options: { registry?: Registry; processMetricsPrefix?: string } = {}) {
     this.registry = options.registry ?? new Registry();
@@ -90,6 +94,13 @@ export class InferenceMetrics {
     this.computeOutputUs = counter(
       'nv_inference_compute_output_duration_us',
       'Cumulative output slicing time, µs; each request is charged its whole batch.',
+    );
+    this.cacheHits = counter('nv_cache_num_hits_per_model', 'Requests answered from the response cache.');
+    this.cacheMisses = counter('nv_cache_num_misses_per_model', 'Response cache lookups that found nothing.');
+    this.cacheHitUs = counter('nv_cache_hit_duration_per_model', 'Cumulative lookup time of cache hits, µs.');
+    this.cacheMissUs = counter(
+      'nv_cache_miss_duration_per_model',
+      'Cumulative lookup and insertion time of cache misses, µs.',
     );
     this.requestSeconds = histogram(
       'gemesh_inference_request_duration_seconds',
@@ -153,6 +164,22 @@ export class InferenceMetrics {
     this.requestSeconds.observe(l, d.requestNs / 1e9);
     this.queueSeconds.observe(l, d.queueNs / 1e9);
     this.computeSeconds.observe(l, (d.computeInputNs + d.computeInferNs + d.computeOutputNs) / 1e9);
+  }
+
+  /** A request answered from the response cache (a success, as in Triton, with no inference or compute). */
+  requestCached(model: string, version: string, requestNs: number, lookupNs: number): void {
+    const l = { model, version };
+    this.success.inc(l);
+    this.requestUs.inc(l, us(requestNs));
+    this.requestSeconds.observe(l, requestNs / 1e9);
+    this.cacheHits.inc(l);
+    this.cacheHitUs.inc(l, us(lookupNs));
+  }
+
+  cacheMissed(model: string, version: string, ns: number): void {
+    const l = { model, version };
+    this.cacheMisses.inc(l);
+    this.cacheMissUs.inc(l, us(ns));
   }
 
   requestFailed(model: string, version: string, reason: FailureReason): void {

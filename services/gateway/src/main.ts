@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import { loadRepository, type RepositoryModel } from '@ge-mesh/model-repository';
 import { loadedAtStart } from '@ge-mesh/settings';
-import { BatchStore, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
+import { BatchStore, ResponseCache, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import {
   InferenceMetrics,
@@ -19,6 +19,7 @@ import { buildApp } from './http/app.js';
 import { registerRepositoryRoutes } from './http/repository-routes.js';
 import { registerSettingsRoutes } from './http/settings-routes.js';
 import type { ModelStates } from './model-states.js';
+import { CachedResponses } from './pipeline/cached-responses.js';
 import { Dispatch } from './pipeline/dispatch.js';
 import { InferPipeline } from './pipeline/infer-pipeline.js';
 import { LOGGING_SECTION, LoggingControl } from './pipeline/logging-control.js';
@@ -91,6 +92,23 @@ const redisUp = () => !registryStore.health || registryStore.health.upMs >= REGI
 const isReady = () => !stopping && broker.connected && redisUp() && !workerStates.rebuilding;
 const limits = { maxBodyBytes: settings.maxBodyBytes, maxTensorElements: settings.maxTensorElements };
 const stats = new InferenceStats();
+// Triton's response cache, in Redis so every gateway of the namespace shares it.
+const cache =
+  settings.responseCacheBytes > 0
+    ? new CachedResponses(
+        new ResponseCache(registryStore.redis, settings.namespace, {
+          maxBytes: settings.responseCacheBytes,
+          ttlMs: settings.responseCacheTtlSecs * 1000,
+        }),
+        log,
+      )
+    : undefined;
+if (!cache) {
+  for (const name of states.names()) {
+    if (states.model(name)?.config.responseCache)
+      log.warn({ model: name }, 'response_cache is on but --response-cache-bytes is 0: not cached');
+  }
+}
 const pipeline = new InferPipeline({
   states,
   auth,
@@ -98,6 +116,7 @@ const pipeline = new InferPipeline({
   stats,
   isReady,
   metrics,
+  ...(cache ? { cache } : {}),
 });
 replies.onReply = pipeline.observeReply;
 const queries = new MeshQueries({ states, auth, stats, isReady });

@@ -78,6 +78,18 @@ export const GATEWAY_OPTIONS = {
     doc: 'PEM CA bundle: when set (with TLS on), REST and gRPC clients must present a certificate it signed.',
     schema: Type.String(),
   },
+  responseCacheBytes: {
+    kind: 'integer',
+    default: 64 * 1024 * 1024,
+    doc: "Size of the response cache shared by the namespace's gateways in Redis, for models with response_cache { enable: true } (Triton's --cache-config local,size=N); the least recently used answers go first. 0 turns it off.",
+    schema: Type.Integer({ minimum: 0 }),
+  },
+  responseCacheTtlSecs: {
+    kind: 'integer',
+    default: 600,
+    doc: 'How long a cached answer may be served after it was stored, seconds.',
+    schema: Type.Integer({ minimum: 1, maximum: 30 * 86_400 }),
+  },
   repositoryPollSecs: {
     kind: 'integer',
     default: 15,

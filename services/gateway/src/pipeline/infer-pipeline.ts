@@ -1,5 +1,5 @@
 import type { RepositoryModel } from '@ge-mesh/model-repository';
-import { type InferResponseMessage, MeshError } from '@ge-mesh/protocol';
+import { type InferResponseMessage, MeshError, PROTOCOL_VERSION } from '@ge-mesh/protocol';
 import type { FailureReason, InferenceMetrics } from '@ge-mesh/telemetry/metrics';
 import type { Authorizer } from '../auth.js';
 import type { InferResult, ParsedInfer, ValidatedInfer } from '../infer/index.js';
@@ -7,6 +7,7 @@ import { validateInfer } from '../infer/index.js';
 import type { ModelStates } from '../model-states.js';
 import { resolveModel, resolveNamedModel } from '../resolve-model.js';
 import type { InferenceStats } from '../stats/inference-stats.js';
+import type { CachedResponses } from './cached-responses.js';
 import type { Dispatch } from './dispatch.js';
 import { type InferTrace, traceInfer } from './infer-tracing.js';
 
@@ -65,6 +66,8 @@ export interface PipelineDeps {
   /** Whether the mesh can take requests now (broker connected, Redis up, not stopping). */
   readonly isReady: () => boolean;
   readonly metrics?: InferenceMetrics;
+  /** The response cache, for models with `response_cache { enable: true }`; absent = none. */
+  readonly cache?: CachedResponses;
 }
 
 /**
@@ -148,6 +151,19 @@ export class InferPipeline {
   ): Promise<InferResponseMessage> {
     const { stats, metrics } = this.deps;
     const started = process.hrtime.bigint();
+    const cache = model.config.responseCache ? this.deps.cache : undefined;
+    const key = cache?.key(model.name, version, req);
+    let missNs = 0; // the lookup's time, on a miss
+    if (cache && key) {
+      const outputs = await cache.get(key);
+      const lookupNs = Number(process.hrtime.bigint() - started);
+      if (outputs) {
+        stats.requestCached(model.name, version, lookupNs, lookupNs);
+        metrics?.requestCached(model.name, version, lookupNs, lookupNs);
+        return { v: PROTOCOL_VERSION, id: key, correlationId: key, model: model.name, version, outputs };
+      }
+      missNs = lookupNs;
+    }
     metrics?.pending(model.name, version, 1);
     try {
       const res = await this.deps.dispatch.send(model, version, req, {
@@ -155,6 +171,17 @@ export class InferPipeline {
         ...(call.signal !== undefined ? { signal: call.signal } : {}),
         ...(traced ? { trace: traced } : {}),
       });
+      if (cache && key) {
+        // Stored after the answer, not before it (the same connection sends it ahead of any later
+        // lookup); Triton charges a miss the lookup and the insertion. Errors are never stored.
+        const inserting = process.hrtime.bigint();
+        const lookupNs = missNs;
+        void cache.put(key, res.outputs ?? []).then(() => {
+          const ns = lookupNs + Number(process.hrtime.bigint() - inserting);
+          stats.cacheMissed(model.name, version, ns);
+          metrics?.cacheMissed(model.name, version, ns);
+        });
+      }
       const requestNs = Number(process.hrtime.bigint() - started);
       const t = res.timings;
       const d = {
@@ -168,6 +195,10 @@ export class InferPipeline {
       metrics?.requestSucceeded(model.name, version, Math.max(1, req.batch), d);
       return res;
     } catch (err) {
+      if (cache && key) {
+        stats.cacheMissed(model.name, version, missNs);
+        metrics?.cacheMissed(model.name, version, missNs);
+      }
       stats.requestFailed(model.name, version, Number(process.hrtime.bigint() - started));
       metrics?.requestFailed(model.name, version, failureReason(err));
       throw err;

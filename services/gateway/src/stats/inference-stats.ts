@@ -24,6 +24,8 @@ class VersionStats {
   computeInputNs = 0;
   computeInferNs = 0;
   computeOutputNs = 0;
+  readonly cacheHit: Duration = { count: 0, ns: 0 };
+  readonly cacheMiss: Duration = { count: 0, ns: 0 };
   readonly batches = new Map<number, BatchStats>();
 }
 
@@ -64,6 +66,26 @@ export class InferenceStats {
     s.computeInputNs += d.computeInputNs;
     s.computeInferNs += d.computeInferNs;
     s.computeOutputNs += d.computeOutputNs;
+  }
+
+  /**
+   * A request answered from the response cache: a success (its end-to-end
+   * time included) and a cache hit (the lookup's time); as in Triton it adds
+   * no inference, execution, queue or compute time.
+   */
+  requestCached(model: string, version: string, requestNs: number, lookupNs: number): void {
+    const s = this.of(model, version);
+    s.success.count++;
+    s.success.ns += requestNs;
+    s.cacheHit.count++;
+    s.cacheHit.ns += lookupNs;
+  }
+
+  /** A cache miss: the lookup's and the insertion's time (the request itself counts as any other). */
+  cacheMissed(model: string, version: string, ns: number): void {
+    const s = this.of(model, version);
+    s.cacheMiss.count++;
+    s.cacheMiss.ns += ns;
   }
 
   requestFailed(model: string, version: string, requestNs: number): void {
@@ -117,8 +139,8 @@ export class InferenceStats {
         compute_input: leaf(n, s.computeInputNs),
         compute_infer: leaf(n, s.computeInferNs),
         compute_output: leaf(n, s.computeOutputNs),
-        cache_hit: leaf(0, 0),
-        cache_miss: leaf(0, 0),
+        cache_hit: leaf(s.cacheHit.count, s.cacheHit.ns),
+        cache_miss: leaf(s.cacheMiss.count, s.cacheMiss.ns),
       },
       // Filled only by backends that report per-response statistics (decoupled models); none here.
       response_stats: {},
