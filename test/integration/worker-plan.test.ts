@@ -188,7 +188,9 @@ describe('worker warmup samples', () => {
 
   it('refuses an unreadable or wrong-sized warmup file when the warmup runs', async () => {
     const x = (file: string) =>
-      warmup(`{ name: "w" inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "${file}" } } }`);
+      warmup(
+        `{ name: "w" inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "${file}" } } }`,
+      );
     await assert.rejects(warmupSamples(model(x('short.bin'))), {
       message: "model_warmup 'w': short.bin has 10 bytes, input 'x' needs 64",
     });
