@@ -225,6 +225,12 @@ describe('worker: several devices, several models, repository load/unload', { ti
     assert.ok(batcherLine('batching model', '1,2,4,8') >= 0, 'the batcher took up the loaded model');
 
     // Tiers 1 and 2 now: the worker loads and warms them (held 1 s by the test's load delay) before the batcher switches.
+    // Requests keep coming during the reload: none may fail (the new version warms beside the old one).
+    let reloading = true;
+    const during: Array<{ status: number; ratio: number; text: string }> = [];
+    const traffic = (async () => {
+      for (let seed = 100; reloading; seed++) during.push(await infer('late', seed));
+    })();
     await writeConfig([1, 2]);
     assert.deepEqual(await call('POST', '/v2/repository/models/late/load'), { status: 200, text: '' });
     const waitFor = async (find: () => number) => {
@@ -240,6 +246,16 @@ describe('worker: several devices, several models, repository load/unload', { ti
         l.includes('"tiers":[1,2]'),
     );
     assert.ok(served >= 0 && switched > served, `worker serving at ${served}, batcher switched at ${switched}`);
+    reloading = false;
+    await traffic;
+    const failed = during.filter((r) => r.status !== 200 || !(r.ratio <= 1));
+    assert.ok(during.length >= 10, `only ${during.length} requests during the reload`);
+    assert.deepEqual(failed, [], `${failed.length} of ${during.length} requests failed during the reload`);
+    assert.ok(
+      mesh.lines.some(
+        (l) => l.includes('"msg":"reloaded: the previous version drained"') && l.includes('"model":"late"'),
+      ),
+    );
     const second = await infer('late', 41);
     assert.equal(second.status, 200, second.text);
     assert.ok(second.ratio <= 1, String(second.ratio));

@@ -104,11 +104,58 @@ async function runBatch(
     else live.push(r);
   }
   if (live.length === 0) return replies;
+  for (const chunk of chunksWithin(spec, live)) {
+    replies.push(...(await runChunk(spec, engine, pool, batch.batchId, batch.tier, chunk, now, stages)));
+  }
+  return replies;
+}
 
+/**
+ * The live members in runs the model's largest tier holds: one run, unless
+ * the batch was formed under another config of the model (a reload: the
+ * batcher switches only once this version is ready, but batches it formed
+ * before may still be queued). A member larger than the largest tier runs
+ * alone and is answered with an error.
+ */
+function chunksWithin(spec: EngineModelSpec, live: InferRequestMessage[]): InferRequestMessage[][] {
+  const largest = spec.tiers[spec.tiers.length - 1] ?? 1;
+  if (!spec.batched || live.reduce((n, r) => n + r.batch, 0) <= largest) return [live];
+  const chunks: InferRequestMessage[][] = [];
+  let current: InferRequestMessage[] = [];
+  let rows = 0;
+  for (const r of live) {
+    if (current.length > 0 && rows + r.batch > largest) {
+      chunks.push(current);
+      current = [];
+      rows = 0;
+    }
+    current.push(r);
+    rows += r.batch;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+async function runChunk(
+  spec: EngineModelSpec,
+  engine: Engine,
+  pool: BufferPool,
+  batchId: string,
+  formedTier: number,
+  live: InferRequestMessage[],
+  now: number,
+  stages: LaneStages,
+): Promise<Response[]> {
+  const replies: Response[] = [];
   const rows = live.map((r) => (spec.batched ? r.batch : 1));
   const realRows = rows.reduce((a, b) => a + b, 0);
+  const largest = spec.tiers[spec.tiers.length - 1] ?? 1;
+  if (spec.batched && realRows > largest) {
+    const message = `the request's ${realRows} rows exceed the largest batch tier (${largest}) of ${spec.name} version ${spec.version}; send at most ${largest}`;
+    return live.map((r) => response(r, { error: { code: 'EXECUTION_FAILED', message } }));
+  }
   // Expired members leave the batch; a smaller tier may now fit.
-  const tier = spec.batched ? (spec.tiers.find((t) => t >= realRows) ?? batch.tier) : 1;
+  const tier = spec.batched ? (spec.tiers.find((t) => t >= realRows) ?? formedTier) : 1;
   stages.tier = tier;
   stages.rows = realRows;
   stages.assembleAt = epochMs();
@@ -142,7 +189,7 @@ async function runBatch(
             computeOutputNs,
             batchRows: realRows,
             tier,
-            batchId: batch.batchId,
+            batchId,
             member: i,
             members: live.length,
           },

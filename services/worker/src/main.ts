@@ -75,6 +75,12 @@ await runtimeSettings.follow((section, value) => {
 const registry = new WorkerRegistry(store.redis, settings.namespace);
 const claims = new BatchClaims(store, log);
 const served = new Map<string, ServedModel>();
+/**
+ * Reloads that failed, each reported beside the version still serving (state
+ * 'failed' at the load's generation, with the error), so the load answers
+ * with the error while the model stays ready; dropped on the model's next load or unload.
+ */
+const failedReloads = new Map<string, ServedModel>();
 const metrics = settings.allowMetrics ? await workerMetrics() : undefined;
 const deadLetters = new DeadLetters(broker, topo, store, log, (kind, reason) => metrics?.deadLettered(kind, reason));
 let devices: number[] = [];
@@ -93,7 +99,7 @@ const describe = (): WorkerInfo => ({
   devices,
   state,
   eligible: [...view.values()].filter((m) => placeable(m)).map((m) => m.name),
-  models: [...served.values()].map((s) => s.info()),
+  models: [...served.values(), ...failedReloads.values()].map((s) => s.info()),
   startedAt,
   beatAt: 0,
 });
@@ -208,6 +214,7 @@ async function reconcile(): Promise<void> {
     const gen = ctl?.generation ?? 0;
     const current = served.get(name);
     if (action === 'unload') {
+      if (failedReloads.delete(name)) presence.changed();
       if (current && current.state !== 'unloading') {
         log.info({ model: name, generation: gen }, 'unloading');
         await current.unload(settings.drainTimeoutMs);
@@ -219,6 +226,7 @@ async function reconcile(): Promise<void> {
     }
     if (current ? current.generation >= gen : (acted.get(name) ?? -1) >= gen) continue;
     acted.set(name, gen);
+    if (failedReloads.delete(name)) presence.changed();
     let model = view.get(name);
     if (gen > 0 || !model) {
       // An explicit load reads the model again, as Triton re-reads the repository.
@@ -247,6 +255,10 @@ async function reconcile(): Promise<void> {
         presence.changed();
         continue;
       }
+      if (current.state === 'ready') {
+        await reload(current, model, p, gen);
+        continue;
+      }
       await current.unload(settings.drainTimeoutMs);
       served.delete(name);
     }
@@ -259,6 +271,32 @@ async function reconcile(): Promise<void> {
     presence.changed();
     await sm.load();
   }
+}
+
+/**
+ * A changed model without a gap: the new version loads and warms (its own
+ * lanes, beside the current ones) while the current version serves, then
+ * consumes the batch queue with it, and only then is the current one drained
+ * and closed. Batches formed under the old config still reach the new lanes
+ * meanwhile; a batch larger than its largest tier runs in several runs
+ * (execute-batch). A new version that fails to load leaves the current one
+ * serving and its failure reported (failedReloads).
+ */
+async function reload(current: ServedModel, model: RepositoryModel, p: Placement, gen: number): Promise<void> {
+  const name = model.name;
+  log.info({ model: name, generation: gen }, 'reloading: the new version warms up while the current one serves');
+  const next = new ServedModel(model, p, threadsPerLane(cores, lanesOf(model, p)), gen, deps);
+  await next.load();
+  if (next.state !== 'ready') {
+    failedReloads.set(name, next);
+    presence.changed();
+    log.error({ model: name, generation: gen, err: next.error }, 'reload failed: the current version goes on serving');
+    return;
+  }
+  served.set(name, next);
+  presence.changed();
+  await current.unload(settings.drainTimeoutMs);
+  log.info({ model: name, generation: gen }, 'reloaded: the previous version drained');
 }
 
 let reconciling: Promise<void> | undefined;
