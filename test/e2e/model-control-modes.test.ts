@@ -169,3 +169,51 @@ describe('model control: poll', { timeout: 180_000 }, () => {
     assert.equal((await c.call('GET', '/v2/health/ready')).status, 200);
   });
 });
+
+describe('model control: unload while requests are queued', { timeout: 180_000 }, () => {
+  let mesh: TestMesh;
+  let repo: Awaited<ReturnType<typeof tinyVariants>>;
+  const ref = new Reference();
+  const c = client(() => mesh, ref);
+
+  before(async () => {
+    // One row per batch, one batch in flight (no staged batches), each held 300 ms: requests pile up in the queue.
+    repo = await tinyVariants({ slow: 'max_batch_size: 1\ndynamic_batching { }' });
+    mesh = await startTestMesh({
+      modelRepository: repo.dir,
+      models: ['slow'],
+      env: { GEMESH_TEST_LANE_DELAY_MS: '300' },
+      flags: { batcher: ['--staged-batches', '0'] },
+    });
+  });
+  after(async () => {
+    await ref.close();
+    await mesh?.teardown();
+    await repo?.remove();
+  });
+
+  it('answers every queued request at once (MODEL_NOT_READY) and lets the running ones finish', async () => {
+    await eventually(async () => (await c.states()).slow === 'READY', 'slow ready');
+    const started = Date.now();
+    const inputs = sampleInputs(demoModel('tiny'), 1, 7);
+    const sent = Array.from({ length: 12 }, () =>
+      c.call('POST', '/v2/models/slow/infer', jsonInferBody(inputs)).then((r) => ({ ...r, at: Date.now() - started })),
+    );
+    await new Promise((r) => setTimeout(r, 400));
+    assert.deepEqual(await c.call('POST', '/v2/repository/models/slow/unload'), { status: 200, text: '' });
+    const answers = await Promise.all(sent);
+    const ok = answers.filter((a) => a.status === 200);
+    const refused = answers.filter(
+      (a) => a.status === 400 && a.text.includes("model 'slow' was unloaded while the request was queued"),
+    );
+    assert.equal(ok.length + refused.length, answers.length, JSON.stringify(answers));
+    assert.ok(ok.length >= 1 && refused.length >= 1, `${ok.length} answered, ${refused.length} refused`);
+    // Nothing waited for its deadline (the gateway's request timeout is 60 s).
+    assert.ok(Math.max(...answers.map((a) => a.at)) < 15_000, JSON.stringify(answers.map((a) => a.at)));
+    const expected = (await ref.run('tiny', inputs)).y?.data ?? new Float32Array();
+    for (const a of ok) {
+      const y = (JSON.parse(a.text) as { outputs: Array<{ data: number[] }> }).outputs[0]?.data ?? [];
+      assert.ok(toleranceRatio(y, expected, 1e-4, 1e-3) <= 1);
+    }
+  });
+});

@@ -42,6 +42,8 @@ const PREFETCH_CAP = 4096;
 const PRIORITY_WINDOW = 256;
 /** Lead of a preserve_ordering model: held this long, renewed every fifth of it. */
 const LEAD_TTL_MS = 5_000;
+/** How long an unloaded model's batcher keeps answering what is still queued for it. */
+const RETIRE_DRAIN_MS = 5_000;
 
 /** The shape rules of a model's batches, from its config. */
 export function batchShape(model: RepositoryModel): BatchShape {
@@ -94,6 +96,8 @@ export class ModelBatcher {
   private stopping = false;
   /** Giving held requests back (shutdown, or lost lead): form no more batches. */
   private releasing = false;
+  /** The model was unloaded: every request held or arriving is answered with this (see retire). */
+  private retiring?: WireError;
   private timer?: NodeJS.Timeout;
   private leadTimer?: NodeJS.Timeout;
   private readonly inFlight = new Set<Promise<void>>();
@@ -263,6 +267,10 @@ export class ModelBatcher {
       this.track(this.refuse(msg, req, mismatch));
       return;
     }
+    if (this.retiring) {
+      this.track(this.refuse(msg, req, this.retiring));
+      return;
+    }
     if (!msg.fields.redelivered && !this.arrivals) {
       this.enqueue(ch, msg, req);
       return;
@@ -288,6 +296,10 @@ export class ModelBatcher {
   private enqueue(ch: Channel, msg: ConsumeMessage, req: InferRequestMessage): void {
     // Its channel closed while Redis was asked about it: the broker gives it to us again.
     if (ch !== this.ch) return;
+    if (this.retiring) {
+      this.track(this.refuse(msg, req, this.retiring));
+      return;
+    }
     const batched = this.model.config.maxBatchSize > 0;
     const shapeKey = req.inputs
       .map((t) => `${t.name}:${t.datatype}:${(batched ? t.shape.slice(1) : t.shape).join('x')}`)
@@ -565,6 +577,34 @@ export class ModelBatcher {
     // Closing the channel requeues every delivery still unacked.
     await ch.close().catch(() => undefined);
     this.releasing = false;
+  }
+
+  /**
+   * The model was unloaded: the batches already formed go on, and every
+   * request held or still queued for the model is answered at once with
+   * MODEL_NOT_READY (instead of waiting for its deadline), for up to
+   * RETIRE_DRAIN_MS; then the batcher stops.
+   */
+  async retire(): Promise<void> {
+    this.retiring = {
+      code: 'MODEL_NOT_READY',
+      message: `model '${this.model.name}' was unloaded while the request was queued`,
+    };
+    clearTimeout(this.timer);
+    while (this.evaluating) await new Promise((r) => setTimeout(r, 5));
+    for (const p of this.queue.drain()) this.track(this.refuse(p.item.msg, p.item.req, this.retiring));
+    const queue = this.topo.requests(this.model.name);
+    const until = Date.now() + RETIRE_DRAIN_MS;
+    while (this.ch && Date.now() < until) {
+      const left = await this.ch.checkQueue(queue).then(
+        (q) => q.messageCount,
+        () => 0,
+      );
+      if (left === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await Promise.allSettled([...this.inFlight]);
+    await this.stop();
   }
 
   async stop(): Promise<void> {

@@ -110,7 +110,8 @@ export class ModelFleet {
       if (action === 'unload') {
         if (current) {
           this.running.delete(name);
-          await current.batcher.stop();
+          // What is still queued for it is answered now, not left to its deadline.
+          await current.batcher.retire();
           log.info({ model: name, generation }, 'model unloaded: batching stopped');
         }
         continue;
