@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { httpCall } from '../support/http-call.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 
 /**
@@ -25,18 +26,7 @@ describe('end to end: validation with Triton status codes and texts', { timeout:
     await mesh?.teardown();
   });
 
-  async function call(method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
-    const res = await fetch(`${mesh.url}${path}`, {
-      method,
-      ...(body === undefined
-        ? {}
-        : {
-            headers: { 'content-type': 'application/json' },
-            body: typeof body === 'string' ? body : JSON.stringify(body),
-          }),
-    });
-    return { status: res.status, text: await res.text() };
-  }
+  const call = (method: string, path: string, body?: unknown) => httpCall(mesh.url, method, path, body);
   const expectError = async (path: string, body: unknown, status: number, error: string) => {
     const r = await call('POST', path, body);
     assert.equal(r.status, status, r.text);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
-import { tinyVariants } from '../support/batcher-fixtures.js';
+import { tiersConfig, tinyVariants, writeTinyVariant } from '../support/batcher-fixtures.js';
+import { httpCall } from '../support/http-call.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
 
@@ -14,21 +15,10 @@ import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.j
  * follows the repository folder (added, changed and removed models) and
  * refuses the API.
  */
-const TIERS_1248 = 'max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 1, 2, 4, 8 ] }';
+const TIERS_1248 = tiersConfig([1, 2, 4, 8]);
 
 function client(mesh: () => TestMesh, ref: Reference) {
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${mesh().url}${path}`, {
-      method,
-      ...(body === undefined
-        ? {}
-        : {
-            headers: { 'content-type': 'application/json' },
-            body: typeof body === 'string' ? body : JSON.stringify(body),
-          }),
-    });
-    return { status: res.status, text: await res.text() };
-  };
+  const call = (method: string, path: string, body?: unknown) => httpCall(mesh().url, method, path, body);
   return {
     call,
     /** A 2-row request to a tiny variant, checked against onnxruntime on the same inputs. */
@@ -126,15 +116,7 @@ describe('model control: poll', { timeout: 180_000 }, () => {
 
   it('loads a model added to the folder, applies a changed config, unloads a removed model', async () => {
     await eventually(async () => (await c.states()).a === 'READY', 'a ready');
-    const added = join(repo.dir, 'added');
-    const writeConfig = (tiers: number[]) =>
-      writeFile(
-        join(added, 'config.pbtxt'),
-        `name: "added"\nbackend: "onnxruntime"\nmax_batch_size: ${Math.max(...tiers)}\n` +
-          `dynamic_batching { preferred_batch_size: [ ${tiers.join(', ')} ] }\n`,
-      );
-    await mkdir(join(added, '1'), { recursive: true });
-    await copyFile(join(repo.dir, 'a', '1', 'model.onnx'), join(added, '1', 'model.onnx'));
+    const writeConfig = (tiers: number[]) => writeTinyVariant(repo.dir, 'added', tiersConfig(tiers));
     await writeConfig([1, 2, 4, 8]);
     await eventually(async () => (await c.states()).added === 'READY', 'the added model ready');
     const first = await c.infer('added', 4);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
-import { tinyVariants } from '../support/batcher-fixtures.js';
+import { tiersConfig, tinyVariants } from '../support/batcher-fixtures.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
 
@@ -11,7 +11,7 @@ import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.j
  * shared in Redis (by any gateway), counted in the statistics as Triton does;
  * a model without it never touches the cache.
  */
-const BATCHING = 'max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 1, 2, 4, 8 ] }';
+const BATCHING = tiersConfig([1, 2, 4, 8]);
 
 interface Leaf {
   count: number;

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { WorkerRegistry } from '@ge-mesh/store';
 import { Redis } from 'ioredis';
-import { tinyVariants } from '../support/batcher-fixtures.js';
+import { tiersConfig, tinyVariants, writeTinyVariant } from '../support/batcher-fixtures.js';
+import { httpCall } from '../support/http-call.js';
 import { REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
 
@@ -63,18 +62,7 @@ describe('worker: several devices, several models, repository load/unload', { ti
     await repo?.remove();
   });
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${mesh.url}${path}`, {
-      method,
-      ...(body === undefined
-        ? {}
-        : {
-            headers: { 'content-type': 'application/json' },
-            body: typeof body === 'string' ? body : JSON.stringify(body),
-          }),
-    });
-    return { status: res.status, text: await res.text() };
-  };
+  const call = (method: string, path: string, body?: unknown) => httpCall(mesh.url, method, path, body);
   const infer = async (model: string, seed: number) => {
     const inputs = sampleInputs(demoModel('tiny'), 2, seed);
     const r = await call('POST', `/v2/models/${model}/infer`, jsonInferBody(inputs));
@@ -200,15 +188,7 @@ describe('worker: several devices, several models, repository load/unload', { ti
   });
 
   it('a model added later and loaded by the API is batched; a changed config reaches the batcher once a worker has it ready', async () => {
-    const late = join(repo.dir, 'late');
-    const writeConfig = (tiers: number[]) =>
-      writeFile(
-        join(late, 'config.pbtxt'),
-        `name: "late"\nbackend: "onnxruntime"\nmax_batch_size: ${Math.max(...tiers)}\n` +
-          `dynamic_batching { preferred_batch_size: [ ${tiers.join(', ')} ] }\n`,
-      );
-    await mkdir(join(late, '1'), { recursive: true });
-    await copyFile(join(repo.dir, 'tiny', '1', 'model.onnx'), join(late, '1', 'model.onnx'));
+    const writeConfig = (tiers: number[]) => writeTinyVariant(repo.dir, 'late', tiersConfig(tiers));
     await writeConfig([1, 2, 4, 8]);
     assert.deepEqual(await call('POST', '/v2/repository/models/late/load'), { status: 200, text: '' });
     const first = await infer('late', 40);

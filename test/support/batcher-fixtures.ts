@@ -22,13 +22,20 @@ import { DEMO_REPOSITORY, DURABILITY, RABBITMQ_URL } from './mesh-harness.js';
 export async function tinyVariants(configs: Record<string, string>): Promise<{ dir: string; remove(): Promise<void> }> {
   await ensureDemoModels(DEMO_REPOSITORY);
   const dir = await mkdtemp(join(tmpdir(), 'gemesh-batcher-'));
-  for (const [name, body] of Object.entries(configs)) {
-    await mkdir(join(dir, name, '1'), { recursive: true });
-    await copyFile(join(DEMO_REPOSITORY, 'tiny', '1', 'model.onnx'), join(dir, name, '1', 'model.onnx'));
-    await writeFile(join(dir, name, 'config.pbtxt'), `name: "${name}"\nbackend: "onnxruntime"\n${body}\n`);
-  }
+  for (const [name, body] of Object.entries(configs)) await writeTinyVariant(dir, name, body);
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
+
+/** One variant of `tiny` in a repository folder: version 1's model file and a config with `body` (written again on each call). */
+export async function writeTinyVariant(dir: string, name: string, body: string): Promise<void> {
+  await mkdir(join(dir, name, '1'), { recursive: true });
+  await copyFile(join(DEMO_REPOSITORY, 'tiny', '1', 'model.onnx'), join(dir, name, '1', 'model.onnx'));
+  await writeFile(join(dir, name, 'config.pbtxt'), `name: "${name}"\nbackend: "onnxruntime"\n${body}\n`);
+}
+
+/** A batching config body for tiny's variants: these tiers as preferred batch sizes, the largest as max_batch_size. */
+export const tiersConfig = (tiers: readonly number[]) =>
+  `max_batch_size: ${Math.max(...tiers)}\ndynamic_batching { preferred_batch_size: [ ${tiers.join(', ')} ] }`;
 
 export interface RawRequestOptions {
   rows?: number;
