@@ -30,6 +30,7 @@ durableFiles=(
   test/e2e/worker-scaling.test.ts
   test/e2e/dependency-restarts.test.ts
   test/e2e/protocol-version.test.ts
+  test/e2e/large-requests.test.ts
   test/integration/amqp-ingress.test.ts
   test/integration/batch-formation.test.ts
 )

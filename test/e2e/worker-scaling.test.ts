@@ -160,7 +160,8 @@ describe('workers at scale: leases, spread, kill -9, drain, poison', { timeout: 
       flags: {
         worker: ['--models', 'tiny', '--heartbeat-ms', String(HEARTBEAT_MS)],
         batcher: ['--models', 'tiny'],
-        gateway: ['--request-timeout-ms', String(DEADLINE_MS)],
+        // Every HTTP request travels beside its message (as a large one does), through the kill too.
+        gateway: ['--request-timeout-ms', String(DEADLINE_MS), '--large-request-bytes', '1'],
       },
     });
     ledger = await Ledger.open(mesh.namespace);

@@ -120,6 +120,28 @@ describe('batch store (real Redis)', () => {
     await sub.quit();
   });
 
+  it('keeps large requests beside their messages until the batch that answered them finishes', async () => {
+    const bodies = [0, 1, 2].map((i) => Buffer.from(Array.from({ length: 70_000 }, (_, j) => (i * 7 + j) % 251)));
+    for (const [i, id] of ['s1', 's2', 's3'].entries()) {
+      await store.storeRequestBody('S', id, bodies[i] as Buffer, 60_000);
+    }
+    // Read back byte for byte, in the order asked; one never stored reads null.
+    const read = await store.requestBodies('S', ['s3', 'missing', 's1']);
+    assert.equal(read.length, 3);
+    assert.ok(read[0]?.equals(bodies[2] as Buffer));
+    assert.equal(read[1], null);
+    assert.ok(read[2]?.equals(bodies[0] as Buffer));
+    const ttl = await store.redis.pttl(store.requestBodyKey('S', 's1'));
+    assert.ok(ttl > 55_000 && ttl <= 60_000, `ttl ${ttl}`);
+    // finish-batch deletes only the stored requests it is told the batch answered.
+    assert.deepEqual(await store.createBatch(batch('S1', ['s1', 's2'], 'S')), { ok: true });
+    assert.equal(await store.finishBatch('S1', 'S', undefined, ['s1', 's2']), true);
+    assert.deepEqual(
+      (await store.requestBodies('S', ['s1', 's2', 's3'])).map((b) => b?.byteLength ?? null),
+      [null, null, 70_000],
+    );
+  });
+
   it('an in-flight entry lapses with its members deadline', async () => {
     const b = { ...batch('E1', ['e1'], 'E'), members: [member('e1', Date.now() + 50)] };
     assert.deepEqual(await store.createBatch(b), { ok: true });

@@ -11,8 +11,9 @@ import {
   type InferResponseMessage,
   PROTOCOL_VERSION,
 } from '@ge-mesh/protocol';
+import { BatchStore } from '@ge-mesh/store';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { DEMO_REPOSITORY, DURABILITY, RABBITMQ_URL } from './mesh-harness.js';
+import { DEMO_REPOSITORY, DURABILITY, RABBITMQ_URL, REDIS_URL } from './mesh-harness.js';
 
 /**
  * A throw-away model repository of variants of the demo model `tiny`
@@ -46,6 +47,8 @@ export interface RawRequestOptions {
   deadlineMs?: number;
   /** Protocol version stamped on the message (another service version's). */
   version?: number;
+  /** Travel beside the message, as the gateway sends a large request (InferRequestMessage.stored). */
+  stored?: boolean;
 }
 
 export interface SentRequest {
@@ -66,6 +69,8 @@ export class RawProducer {
   readonly replies: InferResponseMessage[] = [];
   private readonly counts = new Map<string, number>();
   private waiters: Array<() => void> = [];
+
+  private store?: BatchStore;
 
   private constructor(
     private readonly conn: ChannelModel,
@@ -101,8 +106,14 @@ export class RawProducer {
 
   /** Publish one request and wait for the broker's confirm. */
   async send(model: string, o: RawRequestOptions = {}): Promise<SentRequest> {
-    const { id, body, rows, seed } = this.request(model, o);
-    await this.publish(topology(this.namespace, DURABILITY).requests(model), body);
+    const { id, body, rows, seed, envelope } = this.request(model, o);
+    let message = body;
+    if (o.stored) {
+      this.store ??= BatchStore.connect(REDIS_URL, this.namespace);
+      await this.store.storeRequestBody(model, id, body, (o.deadlineMs ?? 60_000) + 5_000);
+      message = envelope;
+    }
+    await this.publish(topology(this.namespace, DURABILITY).requests(model), message);
     return { id, model, rows, seed };
   }
 
@@ -116,7 +127,10 @@ export class RawProducer {
   }
 
   /** An encoded request of `tiny`'s shape, answered on this producer's queue. */
-  request(model: string, o: RawRequestOptions = {}): { id: string; body: Buffer; rows: number; seed: number } {
+  request(
+    model: string,
+    o: RawRequestOptions = {},
+  ): { id: string; body: Buffer; rows: number; seed: number; envelope: Buffer } {
     const rows = o.rows ?? 1;
     const seed = o.seed ?? Math.floor(Math.random() * 1e9);
     const id = randomUUID();
@@ -140,7 +154,12 @@ export class RawProducer {
       replyTo: this.replyQueue,
       correlationId: id,
     };
-    return { id, body: encode(msg), rows, seed };
+    const envelope = encode({
+      ...msg,
+      stored: true,
+      inputs: msg.inputs.map((t) => ({ ...t, data: new Uint8Array(0) })),
+    });
+    return { id, body: encode(msg), rows, seed, envelope };
   }
 
   /** Resolves once every id has at least one reply, or rejects after `timeoutMs` naming how many are missing. */
@@ -165,6 +184,7 @@ export class RawProducer {
 
   async close(): Promise<void> {
     await this.conn.close().catch(() => undefined);
+    await this.store?.close();
   }
 }
 

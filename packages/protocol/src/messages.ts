@@ -6,7 +6,7 @@ import type { WireError } from './errors.js';
  * Messages between the services. Tensors travel as raw little-endian bytes
  * (msgpack bin), never as number arrays.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 export interface WireTensor {
   name: string;
@@ -41,6 +41,12 @@ export interface InferRequestMessage {
   replyTo: string;
   correlationId: string;
   parameters?: Record<string, ParameterValue>;
+  /**
+   * The tensors' bytes travel beside this message: the whole request, as
+   * encoded, is in Redis (BatchStore.requestBodyKey) and `inputs[].data` are
+   * empty here, so the broker and the batcher carry only the envelope.
+   */
+  stored?: true;
 }
 
 /** One member of a batch: the request as the gateway encoded it, untouched. */
@@ -48,6 +54,8 @@ export interface BatchMember {
   id: string;
   rows: number;
   body: Uint8Array;
+  /** `body` is the envelope of a stored request (InferRequestMessage.stored): the worker fetches the rest. */
+  stored?: true;
 }
 
 /** batcher → worker. */
@@ -69,6 +77,7 @@ export interface BatchMessage {
  * ours. Services of different versions never mix silently: the receiver
  * answers (or dead-letters) the message with this error and logs it.
  * v2: responses travel grouped per batch and reply queue (an array).
+ * v3: a large request's tensors may travel beside its message, in Redis.
  */
 export function versionMismatch(v: unknown, what: string): WireError | null {
   if (v === PROTOCOL_VERSION) return null;

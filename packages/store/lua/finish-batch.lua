@@ -9,6 +9,8 @@
   KEYS[1]   batch manifest hash               {<ns>:<model>}:batch:<batchId>
   KEYS[2]   the model's in-flight batches     {<ns>:<model>}:inflight
   KEYS[3]   the model's tier costs            {<ns>:<model>}:tiercost  (hash tier -> ms)
+  KEYS[4..] stored requests the batch answered, deleted  {<ns>:<model>}:body:<requestId>
+            (see store-request-body; none for requests that travelled whole)
 
   ARGV[1]   batchId
   ARGV[2]   now, ms since the epoch
@@ -22,6 +24,9 @@
     -1   no manifest (expired, or Redis lost it); the lane slot is freed all the same
 ]]
 redis.call('ZREM', KEYS[2], ARGV[1])
+if #KEYS > 3 then
+  redis.call('UNLINK', unpack(KEYS, 4))
+end
 redis.call('PUBLISH', ARGV[3], ARGV[1])
 if ARGV[4] ~= '' then
   local ms = tonumber(ARGV[5])

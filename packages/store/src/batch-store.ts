@@ -107,6 +107,10 @@ export class BatchStore {
   claimKey(model: string, requestId: string): string {
     return `${this.modelTag(model)}:claim:${requestId}`;
   }
+  /** A large request kept beside its message (InferRequestMessage.stored), as the gateway encoded it. */
+  requestBodyKey(model: string, requestId: string): string {
+    return `${this.modelTag(model)}:body:${requestId}`;
+  }
   /** Zset of the model's batches that are formed and not yet finished by a worker. */
   inFlightKey(model: string): string {
     return `${this.modelTag(model)}:inflight`;
@@ -216,19 +220,40 @@ export class BatchStore {
     return { kind: 'run', members: res.slice(1).map((i) => i - 1) };
   }
 
+  /** Keep a large request beside its message for `ttlMs` (store-request-body). */
+  async storeRequestBody(model: string, requestId: string, body: Uint8Array, ttlMs: number): Promise<void> {
+    await this.scripts['store-request-body'](
+      [this.requestBodyKey(model, requestId)],
+      [Buffer.from(body.buffer, body.byteOffset, body.byteLength), Math.max(1, Math.ceil(ttlMs))],
+    );
+  }
+
+  /** The stored requests, in the order asked; null for one that is gone (expired, or Redis lost it). */
+  async requestBodies(model: string, requestIds: readonly string[]): Promise<(Buffer | null)[]> {
+    if (requestIds.length === 0) return [];
+    return this.redis.mgetBuffer(...requestIds.map((id) => this.requestBodyKey(model, id)));
+  }
+
   /**
    * A worker published every reply of a batch: mark it done and free its
    * lane slot; `run` (the tier it ran at and how long it held its lane)
-   * updates the model's tier costs.
+   * updates the model's tier costs. `storedIds`: the stored requests it
+   * answered, deleted now.
    */
   async finishBatch(
     batchId: string,
     model: string,
     run?: { tier: number; ms: number },
+    storedIds: readonly string[] = [],
     now = Date.now(),
   ): Promise<boolean> {
     const res = await this.scripts['finish-batch'](
-      [this.batchKey(model, batchId), this.inFlightKey(model), this.tierCostKey(model)],
+      [
+        this.batchKey(model, batchId),
+        this.inFlightKey(model),
+        this.tierCostKey(model),
+        ...storedIds.map((id) => this.requestBodyKey(model, id)),
+      ],
       [batchId, now, this.lanesChannel(model), run ? run.tier : '', run ? run.ms : 0, TIER_COST_TTL_MS],
     );
     return res === 1;

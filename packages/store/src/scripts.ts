@@ -14,6 +14,7 @@ export const SCRIPT_NAMES = [
   'set-batch-state',
   'start-batch',
   'finish-batch',
+  'store-request-body',
   'expire-request',
   'lead-model',
   'reclaim-request',

@@ -474,7 +474,12 @@ export class ModelBatcher {
       version,
       tier,
       rows,
-      members: members.map(({ item: { msg, req } }) => ({ id: req.id, rows: req.batch, body: msg.content })),
+      members: members.map(({ item: { msg, req } }) => ({
+        id: req.id,
+        rows: req.batch,
+        body: msg.content,
+        ...(req.stored ? { stored: true as const } : {}),
+      })),
       formedAt: Date.now(),
     };
     const traced = traceBatch(this.model.name, batchId, members, tier, rows);

@@ -112,7 +112,10 @@ if (!cache) {
 const pipeline = new InferPipeline({
   states,
   auth,
-  dispatch: new Dispatch(broker, replies, settings.requestTimeoutMs, admission),
+  dispatch: new Dispatch(broker, replies, settings.requestTimeoutMs, admission, {
+    store: registryStore,
+    minBytes: settings.largeRequestBytes,
+  }),
   stats,
   isReady,
   metrics,

@@ -90,6 +90,12 @@ export const GATEWAY_OPTIONS = {
     doc: 'How long a cached answer may be served after it was stored, seconds.',
     schema: Type.Integer({ minimum: 1, maximum: 30 * 86_400 }),
   },
+  largeRequestBytes: {
+    kind: 'integer',
+    default: 64 * 1024,
+    doc: 'Fast mode: a request whose tensors reach this many bytes travels beside its message, through Redis, so RabbitMQ and the batcher carry only its envelope and the bytes cross the network twice instead of four times. 0 keeps every request whole in its message (as the durable mode always does).',
+    schema: Type.Integer({ minimum: 0 }),
+  },
   repositoryPollSecs: {
     kind: 'integer',
     default: 15,

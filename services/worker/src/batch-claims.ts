@@ -2,6 +2,13 @@ import { DEFAULT_DELIVERY_LIMIT } from '@ge-mesh/broker';
 import { type BatchMessage, encode } from '@ge-mesh/protocol';
 import type { BatchStore } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
+import type { StoredRequests } from './execute-batch.js';
+
+/** The batch body a worker runs and the ids of the members it answers. */
+export interface Claimed {
+  body: Buffer;
+  ids: ReadonlySet<string>;
+}
 
 /**
  * The worker's part in the batch state kept in Redis (packages/store):
@@ -22,11 +29,11 @@ export class BatchClaims {
 
   /**
    * The batch body to run: the one received, or a copy without the members
-   * another batch took over; null when there is nothing left to run;
-   * 'poison' when the batch was started past the delivery limit (every worker
-   * that took it died): the caller dead-letters it.
+   * another batch took over (with the ids it answers); null when there is
+   * nothing left to run; 'poison' when the batch was started past the
+   * delivery limit (every worker that took it died): the caller dead-letters it.
    */
-  async start(batch: BatchMessage, body: Buffer): Promise<Buffer | null | 'poison'> {
+  async start(batch: BatchMessage, body: Buffer): Promise<Claimed | null | 'poison'> {
     const res = await this.store.startBatch(
       batch.batchId,
       batch.model,
@@ -41,7 +48,7 @@ export class BatchClaims {
       this.log.error({ batchId: batch.batchId, starts: res.starts }, 'batch started past the delivery limit');
       return 'poison';
     }
-    if (res.members.length === batch.members.length) return body;
+    if (res.members.length === batch.members.length) return { body, ids: new Set(batch.members.map((m) => m.id)) };
     this.log.warn(
       { batchId: batch.batchId, kept: res.members.length, of: batch.members.length },
       'members taken over by another batch are skipped',
@@ -50,16 +57,30 @@ export class BatchClaims {
     const members = res.members.map((i) => batch.members[i] as BatchMessage['members'][number]);
     const rows = members.reduce((n, m) => n + m.rows, 0);
     const bytes = members.reduce((n, m) => n + m.body.byteLength, 0);
-    return encode({ ...batch, members, rows } satisfies BatchMessage, bytes);
+    return {
+      body: encode({ ...batch, members, rows } satisfies BatchMessage, bytes),
+      ids: new Set(members.map((m) => m.id)),
+    };
+  }
+
+  /** The whole requests of the members that travelled beside the batch (BatchMember.stored); undefined: none did. */
+  async storedRequests(batch: BatchMessage): Promise<StoredRequests | undefined> {
+    const ids = batch.members.filter((m) => m.stored).map((m) => m.id);
+    if (ids.length === 0) return undefined;
+    const bodies = await this.store.requestBodies(batch.model, ids);
+    return new Map(ids.map((id, i) => [id, bodies[i] ?? null]));
   }
 
   /**
    * Every reply of the batch is published: mark it done and free its lane
    * slot. `ran`, the tier the lane ran and how long the run held it, feeds the
    * tier costs the batchers plan with (absent when the batch ran nothing).
+   * The stored requests among `answered` are deleted (a member another batch
+   * took over keeps its own for that batch).
    */
-  async finish(batch: BatchMessage, ran?: { tier: number; ms: number }): Promise<void> {
-    await this.store.finishBatch(batch.batchId, batch.model, ran).catch((err: Error) => {
+  async finish(batch: BatchMessage, ran?: { tier: number; ms: number }, answered?: ReadonlySet<string>): Promise<void> {
+    const stored = batch.members.filter((m) => m.stored && answered?.has(m.id)).map((m) => m.id);
+    await this.store.finishBatch(batch.batchId, batch.model, ran, stored).catch((err: Error) => {
       // The slot lapses with the members' deadlines; until then the model has one lane fewer.
       this.log.error({ err: err.message, batchId: batch.batchId }, 'batch not marked done');
     });

@@ -32,6 +32,16 @@ export interface ReplyGroup {
   body: Uint8Array;
 }
 
+/**
+ * The requests of a batch that travelled beside it (BatchMember.stored), by
+ * request id, as the gateway encoded them; null for one Redis no longer had.
+ */
+export type StoredRequests = Map<string, Uint8Array | null>;
+
+/** What a member whose stored request is gone is answered. */
+export const STORED_REQUEST_LOST =
+  "the request's tensors were no longer in Redis (it restarted, or evicted them); send the request again";
+
 const nsSince = (t0: bigint) => Number(process.hrtime.bigint() - t0);
 
 /**
@@ -74,8 +84,9 @@ export async function executeBatch(
   batchBody: Uint8Array,
   now = Date.now(),
   stages = newLaneStages(),
+  stored?: StoredRequests,
 ): Promise<ReplyGroup[]> {
-  const responses = await runBatch(spec, engine, pool, batchBody, now, stages);
+  const responses = await runBatch(spec, engine, pool, batchBody, now, stages, stored);
   stages.encodeAt = epochMs();
   const groups = groupByReplyQueue(responses);
   stages.doneAt = epochMs();
@@ -91,14 +102,17 @@ async function runBatch(
   batchBody: Uint8Array,
   now: number,
   stages: LaneStages,
+  stored: StoredRequests | undefined,
 ): Promise<Response[]> {
   const batch = decode<BatchMessage>(batchBody);
-  const requests = batch.members.map((m) => decode<InferRequestMessage>(m.body));
   const replies: Response[] = [];
   const live: InferRequestMessage[] = [];
-  for (const r of requests) {
+  for (const m of batch.members) {
+    const whole = m.stored ? stored?.get(m.id) : m.body;
+    const r = decode<InferRequestMessage>(whole ?? m.body);
     const mismatch = versionMismatch(r.v, 'request');
     if (mismatch) replies.push(response(r, { error: mismatch }));
+    else if (!whole) replies.push(response(r, { error: { code: 'UNAVAILABLE', message: STORED_REQUEST_LOST } }));
     else if (r.deadline <= now)
       replies.push(response(r, { error: { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout } }));
     else live.push(r);

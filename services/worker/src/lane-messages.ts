@@ -1,7 +1,7 @@
-import type { LaneStages, ReplyGroup } from './execute-batch.js';
+import type { LaneStages, ReplyGroup, StoredRequests } from './execute-batch.js';
 
 /** main thread → lane */
-export type LaneRequest = { type: 'run'; seq: number; batch: Uint8Array } | { type: 'close' };
+export type LaneRequest = { type: 'run'; seq: number; batch: Uint8Array; stored?: StoredRequests } | { type: 'close' };
 
 /** lane → main thread */
 export type LaneResponse =

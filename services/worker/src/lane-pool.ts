@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { Logger } from '@ge-mesh/telemetry';
-import type { LaneStages, ReplyGroup } from './execute-batch.js';
+import type { LaneStages, ReplyGroup, StoredRequests } from './execute-batch.js';
 import type { LaneRequest, LaneResponse } from './lane-messages.js';
 
 const LANE_ENTRY = new URL('./lane-entry.mjs', import.meta.url);
@@ -123,7 +123,12 @@ export class LanePool {
     else lane.busy = false;
   }
 
-  private post(lane: Lane, batch: Uint8Array, onStages?: (s: LaneStages) => void): Promise<ReplyGroup[]> {
+  private post(
+    lane: Lane,
+    batch: Uint8Array,
+    onStages?: (s: LaneStages) => void,
+    stored?: StoredRequests,
+  ): Promise<ReplyGroup[]> {
     const seq = ++this.seq;
     return new Promise<ReplyGroup[]>((resolve, reject) => {
       const done = (r: ReplyGroup[], stages?: LaneStages) => {
@@ -131,24 +136,33 @@ export class LanePool {
         resolve(r);
       };
       this.pending.set(seq, { lane: lane.index, resolve: done, reject });
-      lane.worker.postMessage({ type: 'run', seq, batch } satisfies LaneRequest);
+      // Stored requests are copied to the lane (structured clone): a few hundred µs for
+      // megabytes, and no buffer the Redis client may still hold is handed away.
+      lane.worker.postMessage({ type: 'run', seq, batch, ...(stored ? { stored } : {}) } satisfies LaneRequest);
     });
   }
 
   /**
    * Run a batch on the next idle lane; `laneMs` is how long it held the lane,
    * `acquiredAt` when it got one (ms since the epoch) and `stages` what the lane ran when.
+   * `stored`: the bodies of members that travelled beside the batch (BatchMember.stored).
    */
   async run(
     batch: Uint8Array,
+    stored?: StoredRequests,
   ): Promise<{ groups: ReplyGroup[]; laneMs: number; acquiredAt: number; stages?: LaneStages }> {
     const lane = await this.acquire();
     // Timed from the moment a lane is free: the wait for one is queueing, not the tier's cost.
     const t0 = performance.now();
     let stages: LaneStages | undefined;
-    const groups = await this.post(lane, batch, (s) => {
-      stages = s;
-    });
+    const groups = await this.post(
+      lane,
+      batch,
+      (s) => {
+        stages = s;
+      },
+      stored,
+    );
     return {
       groups,
       laneMs: performance.now() - t0,

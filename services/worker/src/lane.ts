@@ -42,7 +42,7 @@ port.on('message', async (msg: LaneRequest) => {
   if (!engine) return;
   if (TEST_CRASH_ON_REQUEST) crashIfMarked(msg.batch);
   const stages = newLaneStages();
-  const replies = await executeBatch(spec, engine, pool, msg.batch, Date.now(), stages);
+  const replies = await executeBatch(spec, engine, pool, msg.batch, Date.now(), stages, msg.stored);
   // Each group's body owns its memory (see executeBatch): moved to the main thread, not copied.
   port.postMessage(
     { type: 'done', seq: msg.seq, replies, stages } satisfies LaneResponse,

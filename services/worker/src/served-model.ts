@@ -195,28 +195,28 @@ export class ServedModel {
       // overlaps the run. A redelivered batch (its worker may have died running it) is claimed
       // first, so the delivery limit stops a batch that kills its workers before it runs again.
       const held = TEST_LANE_DELAY_MS > 0 ? () => new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS)) : undefined;
-      const early = msg.fields.redelivered
-        ? undefined
-        : held
-          ? held().then(() => pool.run(msg.content))
-          : pool.run(msg.content);
+      // Members that travelled beside the batch are read from Redis while it is claimed.
+      const stored = claims.storedRequests(batch);
+      stored.catch(() => undefined); // awaited below on every path that runs
+      const runOnLane = async (body: Buffer) => {
+        await held?.();
+        return pool.run(body, await stored);
+      };
+      const early = msg.fields.redelivered ? undefined : runOnLane(msg.content);
       early?.catch(() => undefined); // awaited below on every path that uses it
-      const body = await claims.start(batch, msg.content);
-      if (body === 'poison') {
+      const claim = await claims.start(batch, msg.content);
+      if (claim === 'poison') {
         await early?.catch(() => undefined);
         ch.nack(msg, false, false);
         return;
       }
       let ran: { tier: number; ms: number } | undefined;
       let run: Awaited<ReturnType<LanePool['run']>> | undefined;
-      if (body === msg.content && early) run = await early;
+      if (claim?.body === msg.content && early) run = await early;
       else {
         // Only some members (or none) are this batch's to answer: the early run is void.
         await early?.catch(() => undefined);
-        if (body) {
-          await held?.();
-          run = await pool.run(body);
-        }
+        if (claim) run = await runOnLane(claim.body);
       }
       if (run) {
         // The tier the lane really ran (expired members may have let it take a smaller one): the
@@ -243,7 +243,7 @@ export class ServedModel {
       // finish-batch: the answers are out, and a worker dying now must not have the batch run
       // again (finish-batch records its cost and frees its slot; a lost finish expires with the batch).
       ch.ack(msg);
-      await claims.finish(batch, ran);
+      await claims.finish(batch, ran, claim?.ids);
       this.batches++;
       traced?.end();
     } catch (err) {

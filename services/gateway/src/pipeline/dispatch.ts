@@ -10,6 +10,7 @@ import {
   TRITON_MESSAGES,
   tensorBytes,
 } from '@ge-mesh/protocol';
+import type { BatchStore } from '@ge-mesh/store';
 import { SpanKind } from '@ge-mesh/telemetry/tracing';
 import type { Admission } from '../admission.js';
 import type { ValidatedInfer } from '../infer/index.js';
@@ -24,6 +25,24 @@ import type { InferTrace } from './infer-tracing.js';
 const DEADLINE_SLACK_MS = 250;
 
 export const CANCELLED_MESSAGE = 'the client cancelled the request';
+
+/** How long a stored request outlives its deadline (the worker may start it just before). */
+const STORED_SLACK_MS = 5_000;
+
+/**
+ * Large requests travel beside their message (InferRequestMessage.stored):
+ * the gateway writes the encoded request to Redis and publishes its envelope,
+ * so the tensors cross the network twice (gateway → Redis → worker) instead
+ * of four times (through RabbitMQ to the batcher and again to the worker),
+ * and the batcher never holds them.
+ */
+export interface LargeRequests {
+  readonly store: BatchStore;
+  /** Tensor bytes from which a request is stored; smaller ones travel whole. */
+  readonly minBytes: number;
+}
+
+const NO_BYTES = new Uint8Array(0);
 
 /** When and how a dispatched request ends early. */
 export interface DispatchOptions {
@@ -48,6 +67,7 @@ export class Dispatch {
     private readonly requestTimeoutMs: number,
     /** max_queue_size, counted mesh-wide; absent = no limit is enforced. */
     private readonly admission?: Admission,
+    private readonly large?: LargeRequests,
   ) {}
 
   async send(
@@ -90,7 +110,7 @@ export class Dispatch {
     // Wait first, so a reply racing the confirm is not missed.
     const reply = this.replies.wait(id, waitMs + DEADLINE_SLACK_MS);
     const publishing = opts.trace?.step('gateway publish', SpanKind.PRODUCER);
-    const queued = this.publish(model.name, msg, publishing);
+    const queued = this.encodeBody(msg).then((body) => this.publish(model.name, msg.id, body, publishing));
     // A confirm that never comes (a silent, half-open broker) must not outlast the deadline: the
     // reply wait ends it then, with a timeout.
     const first = await Promise.race([queued, reply.then(() => 'ended' as const)]);
@@ -121,12 +141,12 @@ export class Dispatch {
    */
   private publish(
     model: string,
-    msg: InferRequestMessage,
+    id: string,
+    body: Buffer,
     step: PublishStep | undefined,
   ): Promise<'queued' | 'refused'> {
     const queue = this.broker.topology.requests(model);
-    const body = encode(msg, tensorBytes(msg.inputs));
-    const props = { persistent: this.broker.persistent, messageId: msg.id };
+    const props = { persistent: this.broker.persistent, messageId: id };
     const refused = (err: unknown) => {
       step?.fail(err);
       return 'refused' as const;
@@ -140,6 +160,27 @@ export class Dispatch {
     } catch (err) {
       return Promise.resolve(refused(err));
     }
+  }
+
+  /**
+   * The message to publish: the whole request, or, for a large one in fast
+   * mode, its envelope once the request is stored in Redis. Durable mode keeps
+   * requests whole: the quorum queue is what makes them survive a broker
+   * restart, and Redis (appendfsync everysec) promises less. With Redis away
+   * the request travels whole.
+   */
+  private async encodeBody(msg: InferRequestMessage): Promise<Buffer> {
+    const bytes = tensorBytes(msg.inputs);
+    const body = encode(msg, bytes);
+    const large = this.large;
+    if (!large || large.minBytes === 0 || bytes < large.minBytes || this.broker.persistent) return body;
+    if (large.store.health && !large.store.health.connected) return body;
+    try {
+      await large.store.storeRequestBody(msg.model, msg.id, body, msg.deadline - Date.now() + STORED_SLACK_MS);
+    } catch {
+      return body;
+    }
+    return encode({ ...msg, stored: true, inputs: msg.inputs.map((t) => ({ ...t, data: NO_BYTES })) });
   }
 }
 

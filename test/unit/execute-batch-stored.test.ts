@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
+import { loadModel } from '@ge-mesh/model-repository';
+import {
+  type BatchMessage,
+  decodeResponses,
+  encode,
+  type InferRequestMessage,
+  PROTOCOL_VERSION,
+} from '@ge-mesh/protocol';
+import { BufferPool, type Engine, type EngineModelSpec } from '@ge-mesh/runtime';
+import { createEngine } from '../../services/worker/src/engines.js';
+import { executeBatch, STORED_REQUEST_LOST, type StoredRequests } from '../../services/worker/src/execute-batch.js';
+import { DEMO_REPOSITORY } from '../support/mesh-harness.js';
+import { Reference, toleranceRatio } from '../support/reference.js';
+
+/**
+ * A lane runs a batch whose members travelled whole, beside it (their
+ * envelope in the batch, the request from Redis) or were lost from Redis:
+ * each is answered once, the first two with onnxruntime's outputs computed
+ * independently, the lost one with a typed, retryable error.
+ */
+describe('a lane runs stored requests', () => {
+  let spec: EngineModelSpec;
+  let engine: Engine;
+  const ref = new Reference();
+
+  before(async () => {
+    const m = await loadModel(DEMO_REPOSITORY, 'tiny');
+    const v = m.versions[0];
+    assert.ok(v);
+    spec = {
+      name: 'tiny',
+      version: v.version,
+      modelPath: v.modelPath,
+      inputs: m.config.input,
+      outputs: m.config.output,
+      tiers: m.config.tiers,
+      batched: true,
+      parameters: {},
+      threads: 1,
+      stream: 0,
+      deviceId: 0,
+    };
+    engine = await createEngine({ ...spec, runtime: 'ort' });
+  });
+  after(async () => {
+    await engine?.close();
+    await ref.close();
+  });
+
+  const request = (id: string, seed: number): InferRequestMessage => {
+    const [x] = sampleInputs(demoModel('tiny'), 1, seed);
+    assert.ok(x);
+    return {
+      v: PROTOCOL_VERSION,
+      id,
+      model: 'tiny',
+      version: '1',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: x.dims, data: new Uint8Array(x.data.buffer) }],
+      outputs: [],
+      batch: 1,
+      priority: 0,
+      timeoutUs: 0,
+      deadline: Date.now() + 60_000,
+      acceptedAt: Date.now(),
+      replyTo: 'replies',
+      correlationId: id,
+    };
+  };
+  const envelope = (r: InferRequestMessage): InferRequestMessage => ({
+    ...r,
+    stored: true,
+    inputs: r.inputs.map((t) => ({ ...t, data: new Uint8Array(0) })),
+  });
+
+  it('answers inline and stored members with the model outputs, and a lost one with UNAVAILABLE', async () => {
+    const inline = request('inline', 1);
+    const stored = request('stored', 2);
+    const lost = request('lost', 3);
+    const batch: BatchMessage = {
+      v: PROTOCOL_VERSION,
+      batchId: 'b1',
+      model: 'tiny',
+      version: '1',
+      tier: 4,
+      rows: 3,
+      members: [
+        { id: 'inline', rows: 1, body: encode(inline) },
+        { id: 'stored', rows: 1, body: encode(envelope(stored)), stored: true },
+        { id: 'lost', rows: 1, body: encode(envelope(lost)), stored: true },
+      ],
+      formedAt: Date.now(),
+    };
+    const bodies: StoredRequests = new Map([
+      ['stored', encode(stored)],
+      ['lost', null],
+    ]);
+    const groups = await executeBatch(spec, engine, new BufferPool(), encode(batch), Date.now(), undefined, bodies);
+    assert.equal(groups.length, 1);
+    const answers = new Map(decodeResponses(groups[0]?.body ?? new Uint8Array()).map((r) => [r.id, r]));
+    assert.deepEqual([...answers.keys()].sort(), ['inline', 'lost', 'stored']);
+    assert.deepEqual(answers.get('lost')?.error, { code: 'UNAVAILABLE', message: STORED_REQUEST_LOST });
+    for (const [id, seed] of [
+      ['inline', 1],
+      ['stored', 2],
+    ] as const) {
+      const y = answers.get(id)?.outputs?.find((o) => o.name === 'y');
+      assert.ok(y, `${id}: no output y`);
+      const got = new Float32Array(Uint8Array.from(y.data).buffer);
+      const expected = (await ref.run('tiny', sampleInputs(demoModel('tiny'), 1, seed))).y?.data ?? new Float32Array();
+      assert.equal(got.length, expected.length);
+      assert.ok(toleranceRatio(got, expected, 1e-5, 1e-4) <= 1, `${id}: differs from onnxruntime`);
+    }
+  });
+});
