@@ -15,6 +15,7 @@ import {
 import { attr, ElemType, encodeModel, fixInputDims, GraphBuilder, makeModel, readModelIO } from '@ge-mesh/onnx';
 import { MeshError, type WireTensor } from '@ge-mesh/protocol';
 import { assembleGearBatch, BufferPool, sliceGearOutputs } from '@ge-mesh/runtime';
+import { decide } from '../../services/batcher/src/batch-policy.js';
 import { gearClassCost, gearClassShape } from '../../services/batcher/src/model-batcher.js';
 import { parseInferBody, validateInfer } from '../../services/gateway/src/infer/index.js';
 
@@ -244,6 +245,36 @@ describe('gears: selection', () => {
     assert.equal(gearClassOf(one, { rows: 1, dims: { input_ids: [20], attention_mask: [20] } }), undefined);
     // attention_mask is 32 exactly, so only the gears of 32 tokens hold it.
     assert.deepEqual(gearClassOf(one, { rows: 1, dims: { input_ids: [20], attention_mask: [32] } })?.tiers, [1]);
+  });
+
+  it('lets requests of different lengths of one class share a batch; exact shapes (triton) keep them apart', () => {
+    const four = gearsOf(encoderConfig([], { dims: '1,32,1,32;4,32,4,32;1,64,1,64;4,64,4,64;8,128,8,128' }));
+    const model = { config: parse(encoderConfig([], { dims: '1,32,1,32;4,32,4,32;1,64,1,64;4,64,4,64;8,128,8,128' })) };
+    const lengths = [5, 20, 32, 17];
+    const classes = lengths.map((len) => gearClassOf(four, { rows: 1, dims: seqDims(len) }));
+    const cls = classes[0];
+    assert.ok(cls);
+    assert.ok(classes.every((c) => c?.key === cls.key));
+    const base = { tiers: [1, 4, 8], preferred: [1, 4, 8], maxBatch: 8, maxQueueDelayUs: 0 };
+    const shape = gearClassShape(model as Parameters<typeof gearClassShape>[0], base, cls);
+    const slots = { laneIdle: true, stageFree: true };
+    const tierAware = decide({
+      pending: lengths.map(() => ({ rows: 1, shapeKey: cls.key, enqueuedAt: 0 })),
+      shape,
+      now: 0,
+      slots,
+      cost: gearClassCost(four, cls),
+    });
+    assert.deepEqual(tierAware, { kind: 'send', take: 4, rows: 4, tier: 4 });
+    assert.equal(cls.gearOf.get(4)?.index, 1);
+    const triton = decide({
+      pending: lengths.map((len) => ({ rows: 1, shapeKey: `len ${len}`, enqueuedAt: 0 })),
+      shape,
+      now: 0,
+      slots,
+      policy: 'triton',
+    });
+    assert.deepEqual(triton, { kind: 'send', take: 1, rows: 1, tier: 1 });
   });
 
   it('gives the batcher per-class tiers and a cost in rows of the class', () => {
