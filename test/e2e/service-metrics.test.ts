@@ -77,6 +77,9 @@ describe('metrics from every service', { timeout: 180_000 }, () => {
     assert.equal(sampleValue(b, 'gemesh_batcher_batches_total', tier4), REQUESTS);
     assert.equal(sampleValue(b, 'gemesh_batcher_batch_rows_total', tier4), REQUESTS * ROWS);
     assert.equal(sampleValue(b, 'gemesh_batcher_padded_rows_total', tier4), REQUESTS * (4 - ROWS));
+    // The tiny model's input x is 16 floats a row.
+    assert.equal(sampleValue(b, 'gemesh_batcher_batch_elements_total', tier4), REQUESTS * ROWS * 16);
+    assert.equal(sampleValue(b, 'gemesh_batcher_padded_elements_total', tier4), REQUESTS * (4 - ROWS) * 16);
     assert.equal(sampleValue(b, 'gemesh_batcher_batches_total', { model: MODEL, tier: '8' }), 0);
     assert.equal(sampleValue(b, 'gemesh_batcher_pending_requests', { model: MODEL }), 0);
     assert.equal(sampleValue(b, 'gemesh_batcher_oldest_pending_age_seconds', { model: MODEL }), 0);

@@ -394,10 +394,18 @@ describe('parseModelConfig: tiers', () => {
     assert.deepEqual(c.tiers, [1, 2, 4]);
   });
 
-  it('resolution gears are not batch gears: the tiers come from rule (b) or (c)', () => {
-    assert.deepEqual(gears(8, 'x:1,-1', '2;4'), [1, 2, 4, 8]);
-    assert.deepEqual(gears(8, 'x:-1,-1', '1,2;8,4'), [1, 2, 4, 8]);
-    assert.deepEqual(gears(8, 'x:1,-1', '2;4', 'dynamic_batching { preferred_batch_size: [ 3 ] }\n'), [3, 8]);
+  it('gears over non-batch dims are shape gears: the tiers are their batch sizes', () => {
+    const shapeGears = (maxBatchSize: number, shape: string, dims: string, extra = '') =>
+      parse(
+        `backend: "npu_ge"\nmax_batch_size: ${maxBatchSize}\ninput { name: "x" data_type: TYPE_FP32 dims: [ -1 ] }\noutput { name: "y" data_type: TYPE_FP32 dims: [ 4 ] }\n${extra}parameters { key: "graph.ge.inputShape" value { string_value: "${shape}" } }\nparameters { key: "graph.ge.dynamicDims" value { string_value: "${dims}" } }`,
+      );
+    assert.deepEqual(shapeGears(8, 'x:-1,-1', '1,2;8,4;4,4').tiers, [1, 4, 8]);
+    assert.deepEqual(shapeGears(0, 'x:-1', '2;4').tiers, [1]);
+    assert.deepEqual(
+      shapeGears(8, 'x:-1,-1', '8,2;8,4', 'dynamic_batching { preferred_batch_size: [ 3 ] }\n').tiers,
+      [8],
+    );
+    assert.equal(shapeGears(8, 'x:-1,-1', '8,2;8,4').gears?.gears.length, 2);
   });
 
   it('(b) preferred sizes plus max_batch_size', () => {
@@ -418,8 +426,11 @@ describe('parseModelConfig: tiers', () => {
     assert.deepEqual(tiers(12), [1, 2, 4, 8, 12]);
     assert.deepEqual(tiers(64), [1, 2, 4, 8, 16, 32, 64]);
     assert.deepEqual(tiers(100), [1, 2, 4, 8, 16, 32, 64, 100]);
-    // Gears do not apply without a batch dim.
-    assert.deepEqual(gears(0, 'x:-1,4', '1;2'), [1]);
+    // Without a batch dim, graph.ge.inputShape gives whole shapes: a leading -1 is a shape gear's dim.
+    assert.throws(
+      () => gears(0, 'x:-1,4', '1;2'),
+      /'graph.ge.inputShape' gives 'x' 2 dims, but its config shape \[4\] has 1/,
+    );
   });
 
   it('deriveTiers is usable on its own', () => {

@@ -1,4 +1,4 @@
-import { GE_DYNAMIC_DIMS_KEY, GE_INPUT_SHAPE_KEY } from './tiers.js';
+import { GE_DYNAMIC_DIMS_KEY, GE_INPUT_SHAPE_KEY, GEAR_PARAMETER_PREFIX } from './tiers.js';
 
 /**
  * The Triton GE backend's `parameters` for an `npu_ge` model, checked and
@@ -161,8 +161,8 @@ export function parseGeParameters(params: ReadonlyMap<string, string>): GeParame
       const geKey = key.slice('graph.'.length);
       checkGeOption(key, geKey, v);
       graphOptions[geKey] = v;
-    } else if (PLACEMENT_KEYS.has(key)) {
-      // Read by parsePlacementParameters above.
+    } else if (PLACEMENT_KEYS.has(key) || key.startsWith(GEAR_PARAMETER_PREFIX)) {
+      // Read by parsePlacementParameters above, or by parseGearSet (gears.ts).
     } else if (key === 'static_model') {
       staticModel = flag(key, v);
     } else if (key === 'dump_graph') {
@@ -180,7 +180,7 @@ export function parseGeParameters(params: ReadonlyMap<string, string>): GeParame
     } else {
       throw new GeParameterError(
         key,
-        `unknown parameter '${key}' for an npu_ge model; known: device_ids, device_exec_blocks, instance_exec_blocks, static_model, dump_graph, dump_data, profiling, and session.*, graph.*, ge.* options`,
+        `unknown parameter '${key}' for an npu_ge model; known: device_ids, device_exec_blocks, instance_exec_blocks, static_model, dump_graph, dump_data, profiling, gear.pad_value.*, gear.output_dims.*, and session.*, graph.*, ge.* options`,
       );
     }
   }

@@ -8,6 +8,7 @@ export {
   parseGlobalGeOptions,
   parsePlacementParameters,
 } from './ge-parameters.js';
+export * from './gears.js';
 export * from './model-config.js';
 export { MODEL_CONFIG_SCHEMA } from './model-config-schema.js';
 export { modelConfigFromMessage, type ParseModelConfigOptions, parseModelConfig } from './parse-model-config.js';

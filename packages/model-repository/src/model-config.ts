@@ -1,6 +1,7 @@
 import type { DataType } from '@ge-mesh/protocol';
 import type { ConfigError } from './config-error.js';
 import type { GeParameters, PlacementParameters } from './ge-parameters.js';
+import type { GearSet } from './gears.js';
 
 /**
  * A model's configuration after `config.pbtxt` was parsed, checked and
@@ -104,6 +105,11 @@ export interface ModelConfig {
   readonly dynamicBatching?: DynamicBatchingConfig;
   /** The static batch sizes graphs are compiled for, ascending; [1] when maxBatchSize is 0 (rules: tiers.ts deriveTiers). */
   readonly tiers: readonly number[];
+  /**
+   * Gears over non-batch dims (`graph.ge.inputShape` + `graph.ge.dynamicDims`), for every runtime:
+   * one static graph per gear; absent for models whose gears (if any) vary the batch dim only.
+   */
+  readonly gears?: GearSet;
   /** Devices and lanes (the GE backend's device keys), checked at load for every runtime. */
   readonly placement?: PlacementParameters;
   /** The GE backend's parameters, checked; only for runtime 'ge'. */

@@ -13,6 +13,7 @@ import {
   parseGeParameters,
   parsePlacementParameters,
 } from './ge-parameters.js';
+import { type GearSet, parseGearSet } from './gears.js';
 import type {
   DynamicBatchingConfig,
   InstanceGroupConfig,
@@ -170,6 +171,18 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     r.fail(e.detail, at, `parameters["${e.key}"]`);
   }
 
+  let gears: GearSet | undefined;
+  try {
+    gears = parseGearSet({ maxBatchSize, input, output, parameters });
+  } catch (e) {
+    if (!(e instanceof TierError)) throw e;
+    const value = (raw.parameters as Msg | undefined)?.[e.key] as Msg | undefined;
+    const at = (value && valuePosition(value, 'string_value')) ?? sourcePosition(raw, 'parameters', e.key);
+    r.fail(e.detail, at, `parameters["${e.key}"]`);
+  }
+  // Shape gears: the batch sizes are the gears' own.
+  if (gears) tiers = [...new Set(gears.gears.map((g) => g.batch))].sort((a, b) => a - b);
+
   let ge: GeParameters | undefined;
   let placement: PlacementParameters | undefined;
   try {
@@ -193,6 +206,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     instanceGroup,
     ...(dynamicBatching ? { dynamicBatching } : {}),
     tiers,
+    ...(gears ? { gears } : {}),
     ...(ge ? { ge } : {}),
     ...(placement ? { placement } : {}),
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,

@@ -1,6 +1,8 @@
 /** The `parameters` keys through which the GE backend passes batch gears to GE's AddGraph. */
 export const GE_INPUT_SHAPE_KEY = 'graph.ge.inputShape';
 export const GE_DYNAMIC_DIMS_KEY = 'graph.ge.dynamicDims';
+/** GE Mesh's own gear keys: `gear.pad_value.<input>`, `gear.output_dims.<output>` (gears.ts). */
+export const GEAR_PARAMETER_PREFIX = 'gear.';
 
 /** A tier rule violation, naming the parameters key at fault. */
 export class TierError extends Error {
@@ -39,9 +41,9 @@ export interface TierSource {
  * - (c) Otherwise: the powers of two below `max_batch_size`, plus
  *   `max_batch_size` (8 → 1, 2, 4, 8; 12 → 1, 2, 4, 8, 12).
  *
- * Gears over other dims (e.g. `"image:1,3,-1,-1"` with `"224,224;448,448"`)
- * are resolution gears, not batch gears: they are checked for form and the
- * tiers come from (b) or (c).
+ * Gears over other dims (e.g. `"input_ids:-1,-1"` with `"1,32;8,128"`) are
+ * shape gears (gears.ts): the tiers are then the gears' batch sizes, set by
+ * the caller; here they are checked for form only.
  */
 export function deriveTiers(src: TierSource): number[] {
   const gears = readGeGears(src);
@@ -67,7 +69,7 @@ function sortedUnique(xs: readonly number[]): number[] {
   return [...new Set(xs)].sort((a, b) => a - b);
 }
 
-interface GeInputShape {
+export interface GeInputShape {
   readonly name: string;
   readonly dims: readonly number[];
 }
@@ -102,7 +104,7 @@ function readGeGears(src: TierSource): number[] | undefined {
   );
 }
 
-function parseInputShape(text: string, inputNames: readonly string[]): GeInputShape[] {
+export function parseInputShape(text: string, inputNames: readonly string[]): GeInputShape[] {
   const entries = text
     .split(';')
     .map((e) => e.trim())
@@ -142,7 +144,7 @@ function parseInputShape(text: string, inputNames: readonly string[]): GeInputSh
   });
 }
 
-function parseGears(text: string, holes: number): number[][] {
+export function parseGears(text: string, holes: number): number[][] {
   const gears = text
     .split(';')
     .map((g) => g.trim())

@@ -55,3 +55,60 @@ function withDims(v: ValueInfoProto, dim: DimensionProto[]): ValueInfoProto {
   const tensorType = v.type?.tensorType ?? {};
   return { ...v, type: { ...v.type, tensorType: { ...tensorType, shape: { ...tensorType.shape, dim } } } };
 }
+
+/**
+ * Returns the model with every graph input's free dims set to `shapes[input]`
+ * (full shapes, batch dim included), for a runtime to compile one static
+ * graph per gear. Dims elsewhere (outputs, value_info) that carry a symbolic
+ * name of a fixed input dim are fixed too. Throws when two inputs give one
+ * symbolic name different sizes, or a shape does not fit the input's rank
+ * or fixed dims. Inputs not named keep their shapes.
+ */
+export function fixInputDims(bytes: Uint8Array, shapes: Readonly<Record<string, readonly number[]>>): Uint8Array {
+  const constants = initializerNames(readGraphIOView(bytes));
+  const sizes = new Map<string, number>();
+  rewriteGraphValueInfos(bytes, (kind, v) => {
+    const name = v.name ?? '';
+    const shape = shapes[name];
+    if (kind !== 'input' || constants.has(name) || !shape) return undefined;
+    const dims = v.type?.tensorType?.shape?.dim ?? [];
+    if (dims.length !== shape.length) {
+      throw new RangeError(
+        `input '${name}' has rank ${dims.length} in the model, but the shape given is [${shape.join(',')}]`,
+      );
+    }
+    dims.forEach((d, i) => {
+      const want = shape[i] as number;
+      if (!isFree(d)) {
+        if (d.dimValue !== want) {
+          throw new RangeError(
+            `input '${name}' dim ${i} is ${d.dimValue} in the model, but the shape given has ${want}`,
+          );
+        }
+        return;
+      }
+      if (d.dimParam === undefined) return;
+      const prev = sizes.get(d.dimParam);
+      if (prev !== undefined && prev !== want) {
+        throw new RangeError(`the symbolic dim '${d.dimParam}' is given both ${prev} and ${want}`);
+      }
+      sizes.set(d.dimParam, want);
+    });
+    return undefined;
+  });
+  return rewriteGraphValueInfos(bytes, (kind, v) => {
+    const name = v.name ?? '';
+    const dims = v.type?.tensorType?.shape?.dim;
+    if (!dims || dims.length === 0 || (kind === 'input' && constants.has(name))) return undefined;
+    const shape = kind === 'input' ? shapes[name] : undefined;
+    let changed = false;
+    const fixed = dims.map((d, i) => {
+      if (!isFree(d)) return d;
+      const value = shape ? shape[i] : d.dimParam !== undefined ? sizes.get(d.dimParam) : undefined;
+      if (value === undefined) return d;
+      changed = true;
+      return withValue(d, value);
+    });
+    return changed ? withDims(v, fixed) : undefined;
+  });
+}

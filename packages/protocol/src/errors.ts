@@ -14,6 +14,8 @@ export const ERRORS = {
   SHAPE_MISMATCH: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
   BATCH_TOO_LARGE: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
   DATA_SIZE_MISMATCH: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
+  /** Input shapes that no gear of the model holds (gears over non-batch dims), padding included where allowed. */
+  GEAR_MISMATCH: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
   /** A tensor with more elements than the gateway's --max-tensor-elements. */
   TENSOR_TOO_LARGE: { status: 400, retryable: false, grpc: 'INVALID_ARGUMENT' },
   MODEL_NOT_READY: { status: 400, retryable: true, grpc: 'UNAVAILABLE' },

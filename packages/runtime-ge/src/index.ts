@@ -23,23 +23,32 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
   const globalOptions = parseGlobalGeOptions(process.env.GE_NPU_CONFIG, spec.runtimeOptions?.geOptions);
   setNativeEnv(geDiagnosticsEnv(params));
 
+  const gears = spec.gears;
   for (const i of spec.inputs) {
-    if (i.dims.some((d) => d < 0)) {
+    if (!gears && i.dims.some((d) => d < 0)) {
       throw new MeshError(
         'INVALID_ARGUMENT',
-        `model '${spec.name}': input '${i.name}' has a variable dim ${JSON.stringify(i.dims)}; the ge runtime compiles static graphs, so set every non-batch dim in config.pbtxt`,
+        `model '${spec.name}': input '${i.name}' has a variable dim ${JSON.stringify(i.dims)}; the ge runtime compiles static graphs, so set every non-batch dim in config.pbtxt, or list gears for it (graph.ge.inputShape + graph.ge.dynamicDims)`,
       );
     }
   }
   const io = readModelIO(new Uint8Array(await readFile(spec.modelPath)));
   // GE reports outputs in the ONNX graph's order, without names.
   const outputOrder = io.outputs.map((o) => o.name);
-  const tierDims = spec.batched
-    ? batchTiers(
-        spec.inputs.map((i) => i.dims),
-        spec.tiers,
+  // One static graph per gear (its index is its place in the list), else per tier.
+  const tierDims = gears
+    ? gears.gears.map((g) =>
+        spec.inputs.map((i) => {
+          const row = g.dims[i.name] ?? i.dims;
+          return gears.batched ? [g.batch, ...row] : [...row];
+        }),
       )
-    : [spec.inputs.map((i) => [...i.dims])];
+    : spec.batched
+      ? batchTiers(
+          spec.inputs.map((i) => i.dims),
+          spec.tiers,
+        )
+      : [spec.inputs.map((i) => [...i.dims])];
 
   const { warnings } = initGe(globalOptions);
   let model: GeModel;
@@ -66,19 +75,22 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
     device: spec.deviceId,
     lane: spec.stream,
     tiers: spec.tiers,
+    ...(gears ? { gears: gears.gears.length } : {}),
     precision: model.precision,
   });
   const loadWarnings = [...warnings, ...model.warnings];
   const tierIndex = new Map(spec.tiers.map((t, i) => [t, i]));
-  const outputs = spec.tiers.map((_, i) => model.allocateOutputs(i));
+  const outputs = tierDims.map((_, i) => model.allocateOutputs(i));
 
   return {
     warnings: loadWarnings,
-    async run(tier, inputs) {
-      const idx = spec.batched ? tierIndex.get(tier) : 0;
+    async run(tier, inputs, gear) {
+      const idx = gears ? gear : spec.batched ? tierIndex.get(tier) : 0;
       const outs = idx === undefined ? undefined : outputs[idx];
-      if (idx === undefined || !outs)
-        throw new MeshError('INTERNAL', `model '${spec.name}' has no graph for tier ${tier}`);
+      if (idx === undefined || !outs) {
+        const what = gears ? `gear ${gear}` : `tier ${tier}`;
+        throw new MeshError('INTERNAL', `model '${spec.name}' has no graph for ${what}`);
+      }
       const ins = spec.inputs.map((s) => {
         const t = inputs.get(s.name);
         if (!t) throw new MeshError('INTERNAL', `batch has no input '${s.name}'`);

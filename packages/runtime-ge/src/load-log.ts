@@ -19,6 +19,8 @@ export function logGeLoad(fields: {
   device: number;
   lane: number;
   tiers: readonly number[];
+  /** Graphs compiled per gear (gears over non-batch dims), when the model has them. */
+  gears?: number;
   precision: GePrecision;
 }): void {
   log ??= createLogger('worker');

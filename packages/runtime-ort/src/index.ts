@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { fixLeadingDim } from '@ge-mesh/onnx';
+import { fixInputDims, fixLeadingDim } from '@ge-mesh/onnx';
 import { type DataType, MeshError } from '@ge-mesh/protocol';
 import type { Engine, EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
 import * as ort from 'onnxruntime-node';
@@ -7,7 +7,8 @@ import * as ort from 'onnxruntime-node';
 /**
  * The `ort` runtime: onnxruntime-node on CPU. onnxruntime-node ignores
  * freeDimensionOverrides, so each tier gets its own session built from a copy
- * of the model whose batch dim is fixed, which lets ORT plan static shapes.
+ * of the model whose batch dim is fixed, which lets ORT plan static shapes;
+ * a model with gears gets one session per gear, every input dim fixed.
  * session.run() executes on the calling JS thread, so one lane = one
  * worker_thread = its own sessions.
  */
@@ -77,11 +78,22 @@ export async function createOrtEngine(spec: EngineModelSpec, opts: OrtEngineOpti
     extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
     ...opts.sessionOptions,
   };
+  // Keyed by tier, or by gear index when the model has gears (a static graph per gear).
   const sessions = new Map<number, ort.InferenceSession>();
+  const gears = spec.gears;
   try {
-    for (const tier of spec.tiers) {
-      const bytes = spec.batched ? fixLeadingDim(original, tier) : original;
-      sessions.set(tier, await ort.InferenceSession.create(bytes, sessionOptions));
+    if (gears) {
+      for (const g of gears.gears) {
+        const shapes = Object.fromEntries(
+          Object.entries(g.dims).map(([name, dims]) => [name, gears.batched ? [g.batch, ...dims] : [...dims]]),
+        );
+        sessions.set(g.index, await ort.InferenceSession.create(fixInputDims(original, shapes), sessionOptions));
+      }
+    } else {
+      for (const tier of spec.tiers) {
+        const bytes = spec.batched ? fixLeadingDim(original, tier) : original;
+        sessions.set(tier, await ort.InferenceSession.create(bytes, sessionOptions));
+      }
     }
   } catch (err) {
     await Promise.all([...sessions.values()].map((s) => s.release()));
@@ -90,9 +102,12 @@ export async function createOrtEngine(spec: EngineModelSpec, opts: OrtEngineOpti
   const inputTypes = new Map(spec.inputs.map((i) => [i.name, ortTypeOf(i.dataType)]));
 
   return {
-    async run(tier, inputs) {
-      const session = sessions.get(tier);
-      if (!session) throw new MeshError('INTERNAL', `model '${spec.name}' has no graph for tier ${tier}`);
+    async run(tier, inputs, gear) {
+      const session = sessions.get(gears ? (gear ?? -1) : tier);
+      if (!session) {
+        const what = gears ? `gear ${gear}` : `tier ${tier}`;
+        throw new MeshError('INTERNAL', `model '${spec.name}' has no graph for ${what}`);
+      }
       const feeds: Record<string, ort.Tensor> = {};
       for (const [name, t] of inputs) {
         const type = inputTypes.get(name) ?? 'float32';

@@ -1,4 +1,5 @@
 import type { DataType } from '@ge-mesh/protocol';
+import type { EngineGears, OutputDimLink } from './gear-layout.js';
 
 /**
  * What every runtime (onnxruntime on CPU, GE on an NPU) offers a lane: a model
@@ -21,6 +22,13 @@ export interface EngineModelSpec {
   readonly outputs: readonly EngineTensorSpec[];
   /** Static batch sizes to compile; [1] for a model without a batch dim. */
   readonly tiers: readonly number[];
+  /**
+   * Gears over non-batch dims: one static graph per gear (instead of per tier),
+   * run by gear index. Absent for models with batch tiers only.
+   */
+  readonly gears?: EngineGears;
+  /** With gears: which output dims follow which padded input dims (traced at load), by output. */
+  readonly outputLinks?: Readonly<Record<string, readonly OutputDimLink[]>>;
   /** False when max_batch_size is 0: tensors carry no batch dim. */
   readonly batched: boolean;
   /** config.pbtxt `parameters`, for runtime-specific options. */
@@ -48,11 +56,16 @@ export interface EngineTensor {
 
 export interface Engine {
   /**
-   * Run one batch at a tier. Input data may be views of pooled buffers that the
-   * caller reuses after the promise settles; outputs are owned by the caller
-   * only until the next run.
+   * Run one batch at a tier (with gears: on gear `gear`, whose batch is the
+   * tier). Input data may be views of pooled buffers that the caller reuses
+   * after the promise settles; outputs are owned by the caller only until the
+   * next run.
    */
-  run(tier: number, inputs: ReadonlyMap<string, EngineTensor>): Promise<ReadonlyMap<string, EngineTensor>>;
+  run(
+    tier: number,
+    inputs: ReadonlyMap<string, EngineTensor>,
+    gear?: number,
+  ): Promise<ReadonlyMap<string, EngineTensor>>;
   close(): Promise<void>;
   /** What the runtime reported while loading (e.g. option keys GE does not know). */
   readonly warnings?: readonly string[];

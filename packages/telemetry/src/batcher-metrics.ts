@@ -17,6 +17,8 @@ export class BatcherMetrics {
   private readonly batches: Counter<'model' | 'tier'>;
   private readonly rows: Counter<'model' | 'tier'>;
   private readonly padded: Counter<'model' | 'tier'>;
+  private readonly elements: Counter<'model' | 'tier'>;
+  private readonly paddedElements: Counter<'model' | 'tier'>;
 
   constructor(pending: () => Iterable<readonly [string, PendingSnapshot]>, registry = new Registry()) {
     this.registry = registry;
@@ -37,6 +39,18 @@ export class BatcherMetrics {
     this.padded = new Counter({
       name: 'gemesh_batcher_padded_rows_total',
       help: 'Padding rows added to fill a tier, by model and tier: computed and thrown away.',
+      labelNames: perTier,
+      registers,
+    });
+    this.elements = new Counter({
+      name: 'gemesh_batcher_batch_elements_total',
+      help: 'Input elements the requests in the batches published sent (padding excluded), by model and tier.',
+      labelNames: perTier,
+      registers,
+    });
+    this.paddedElements = new Counter({
+      name: 'gemesh_batcher_padded_elements_total',
+      help: 'Input elements added by padding (rows up to a tier, and dims up to a gear), by model and tier: computed and thrown away.',
       labelNames: perTier,
       registers,
     });
@@ -71,14 +85,20 @@ export class BatcherMetrics {
       this.batches.inc(l, 0);
       this.rows.inc(l, 0);
       this.padded.inc(l, 0);
+      this.elements.inc(l, 0);
+      this.paddedElements.inc(l, 0);
     }
   }
 
-  /** One batch published: `rows` real rows run at `tier`. */
-  batchPublished(model: string, tier: number, rows: number): void {
+  /** One batch published: `rows` real rows run at `tier`, with `elements` input elements sent and run. */
+  batchPublished(model: string, tier: number, rows: number, elements?: { real: number; run: number }): void {
     const l = { model, tier: String(tier) };
     this.batches.inc(l);
     this.rows.inc(l, rows);
     this.padded.inc(l, Math.max(0, tier - rows));
+    if (elements) {
+      this.elements.inc(l, elements.real);
+      this.paddedElements.inc(l, Math.max(0, elements.run - elements.real));
+    }
   }
 }

@@ -53,7 +53,9 @@ const fleet: ModelFleet = new ModelFleet(repo.models, {
       {
         stagedBatches: settings.stagedBatches,
         policy: settings.policy as PolicyName,
-        ...(metrics ? { onBatchPublished: (tier, rows) => metrics.batchPublished(m.name, tier, rows) } : {}),
+        ...(metrics
+          ? { onBatchPublished: (tier, rows, elements) => metrics.batchPublished(m.name, tier, rows, elements) }
+          : {}),
       },
       log,
     ),

@@ -1,6 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
-import { type DynamicBatchingConfig, priorityLevel, type RepositoryModel } from '@ge-mesh/model-repository';
+import {
+  type DynamicBatchingConfig,
+  describeGears,
+  type GearClass,
+  type GearSet,
+  gearClassOf,
+  gearElements,
+  gearFor,
+  memberElements,
+  priorityLevel,
+  type RepositoryModel,
+  rowDimsOf,
+} from '@ge-mesh/model-repository';
 import {
   type BatchMessage,
   decode,
@@ -14,7 +26,15 @@ import {
 } from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
-import { type BatchShape, decide, type PolicyName, type TierCost, tierCostModel } from './batch-policy.js';
+import {
+  type BatchShape,
+  type Decision,
+  decide,
+  type PolicyName,
+  type Slots,
+  type TierCost,
+  tierCostModel,
+} from './batch-policy.js';
 import { traceBatch } from './batch-tracing.js';
 import { LaneSlots } from './lane-slots.js';
 import { PendingQueue, type Queued } from './pending-queue.js';
@@ -23,6 +43,8 @@ import { crashPoint } from './test-faults.js';
 interface Delivery {
   readonly msg: ConsumeMessage;
   readonly req: InferRequestMessage;
+  /** Models with gears over non-batch dims: the requests it may share a batch with, and their tiers. */
+  readonly gearClass?: GearClass;
 }
 type Pending = Queued<Delivery>;
 
@@ -30,8 +52,8 @@ export interface ModelBatcherOptions {
   /** Batches per live lane that may wait in the batch queue for a lane to free up. */
   stagedBatches: number;
   policy: PolicyName;
-  /** Told of every batch published (metrics). */
-  onBatchPublished?: (tier: number, rows: number) => void;
+  /** Told of every batch published (metrics): its tier and rows, and its input elements, real and run (padding included). */
+  onBatchPublished?: (tier: number, rows: number, elements: BatchElements) => void;
 }
 
 /** Fallback re-check while waiting for a lane, should a finish notification be missed. */
@@ -44,6 +66,12 @@ const PRIORITY_WINDOW = 256;
 const LEAD_TTL_MS = 5_000;
 /** How long an unloaded model's batcher keeps answering what is still queued for it. */
 const RETIRE_DRAIN_MS = 5_000;
+
+/** Input elements of a batch: those its requests sent, and those run (tier and gear padding included). */
+export interface BatchElements {
+  readonly real: number;
+  readonly run: number;
+}
 
 /** The shape rules of a model's batches, from its config. */
 export function batchShape(model: RepositoryModel): BatchShape {
@@ -59,6 +87,51 @@ export function batchShape(model: RepositoryModel): BatchShape {
     maxQueueDelayUs: db?.maxQueueDelayMicroseconds ?? 0,
     ...(db ? {} : { singleRequest: true }),
   };
+}
+
+/**
+ * The shape rules of the batches of one gear class: its tiers are the batch
+ * sizes of the gears that hold its rows, and max_batch_size caps them.
+ */
+export function gearClassShape(model: RepositoryModel, base: BatchShape, cls: GearClass): BatchShape {
+  const explicit = model.config.dynamicBatching?.preferredBatchSizeListed === true;
+  const maxBatch = Math.min(base.maxBatch, cls.tiers[cls.tiers.length - 1] ?? base.maxBatch);
+  return {
+    ...base,
+    tiers: cls.tiers,
+    preferred: explicit ? base.preferred.filter((t) => t <= maxBatch) : cls.tiers.filter((t) => t <= maxBatch),
+    maxBatch,
+  };
+}
+
+/**
+ * Lane time of a gear class's batch per tier, with nothing measured: the
+ * input elements its gear runs, in rows of the class, plus one row for the
+ * batch itself (as tierCostModel counts rows).
+ */
+export function gearClassCost(gears: GearSet, cls: GearClass): TierCost {
+  const perRow = memberElements(gears, { rows: 1, dims: cls.dims });
+  return (tier) => {
+    const gear = cls.gearOf.get(tier);
+    return (gear ? gearElements(gears, gear) / perRow : tier) + 1;
+  };
+}
+
+/**
+ * Pending requests of a model with gears, grouped by gear class in walk
+ * order of each group's first request: the tier-aware policy batches each
+ * group on its own, so requests of different lengths that pad to the same
+ * gears share batches and a class never waits behind another.
+ */
+function byGearClass(pending: readonly Pending[]): Pending[][] {
+  const groups = new Map<string, Pending[]>();
+  for (const p of pending) {
+    const key = p.item.gearClass?.key ?? '';
+    const g = groups.get(key);
+    if (g) g.push(p);
+    else groups.set(key, [p]);
+  }
+  return [...groups.values()];
 }
 
 /** Priority levels of a model: 1..N, or just 0 when it has none. */
@@ -301,15 +374,27 @@ export class ModelBatcher {
       return;
     }
     const batched = this.model.config.maxBatchSize > 0;
-    const shapeKey = req.inputs
-      .map((t) => `${t.name}:${t.datatype}:${(batched ? t.shape.slice(1) : t.shape).join('x')}`)
-      .sort()
-      .join('|');
+    const gears = this.model.config.gears;
+    const gearClass = gears ? gearClassOf(gears, { rows: req.batch, dims: rowDimsOf(gears, req.inputs) }) : undefined;
+    if (gears && !gearClass) {
+      // The gateway refuses such requests; one from another config generation may still arrive.
+      const message = `the request's input shapes fit no gear of model '${this.model.name}' (gears: ${describeGears(gears)})`;
+      this.track(this.refuse(msg, req, { code: 'GEAR_MISMATCH', message }));
+      return;
+    }
+    // Under the tier-aware policy a gear model's requests group by gear class; Triton's groups equal shapes.
+    const shapeKey =
+      gearClass && this.opts.policy !== 'triton'
+        ? gearClass.key
+        : req.inputs
+            .map((t) => `${t.name}:${t.datatype}:${(batched ? t.shape.slice(1) : t.shape).join('x')}`)
+            .sort()
+            .join('|');
     const level = this.levelOf(req.priority);
     const enqueuedAt = Math.min(req.acceptedAt, Date.now());
     const timeoutUs = this.db ? queueTimeoutUs(levelPolicy(this.db, level), req.timeoutUs) : 0;
     this.queue.push({
-      item: { msg, req },
+      item: gearClass ? { msg, req, gearClass } : { msg, req },
       rows: batched ? req.batch : 1,
       shapeKey,
       enqueuedAt,
@@ -359,14 +444,9 @@ export class ModelBatcher {
         if (this.queue.size === 0) break;
         const limits = this.limits();
         const inFlight = limits.total > 0 ? await this.slots.inFlight() : 0;
-        const pending = this.queue.walk();
-        const d = decide({
-          pending,
-          shape: this.shape,
-          now: Date.now(),
-          slots: { laneIdle: inFlight < limits.idle, stageFree: inFlight < limits.total },
-          policy: this.opts.policy,
-          cost: this.tierCost(),
+        const { d, pending } = this.decideNext(this.queue.walk(), {
+          laneIdle: inFlight < limits.idle,
+          stageFree: inFlight < limits.total,
         });
         wake = this.queue.nextExpiry();
         if (d.kind === 'wait') {
@@ -397,6 +477,30 @@ export class ModelBatcher {
     }
     if (this.again) this.schedule();
     else this.wakeAt(wake);
+  }
+
+  /**
+   * The next batch to form, and the requests its `take` counts from. A model
+   * with gears decides per gear class (every class in one group under
+   * --policy triton, where the first shape change closes a batch), the first
+   * class ready to send wins.
+   */
+  private decideNext(pending: readonly Pending[], slots: Slots): { d: Decision; pending: readonly Pending[] } {
+    const gears = this.model.config.gears;
+    const now = Date.now();
+    const policy = this.opts.policy;
+    if (!gears)
+      return { d: decide({ pending, shape: this.shape, now, slots, policy, cost: this.tierCost() }), pending };
+    let until: number | null = null;
+    for (const group of policy === 'triton' ? [pending] : byGearClass(pending)) {
+      const cls = group[0]?.item.gearClass;
+      if (!cls) continue;
+      const shape = gearClassShape(this.model, this.shape, cls);
+      const d = decide({ pending: group, shape, now, slots, policy, cost: gearClassCost(gears, cls) });
+      if (d.kind === 'send') return { d, pending: group };
+      if (d.until !== null) until = until === null ? d.until : Math.min(until, d.until);
+    }
+    return { d: { kind: 'wait', until }, pending };
   }
 
   /** Lane time per tier, from what the workers measured (rebuilt when the measurements change). */
@@ -507,8 +611,26 @@ export class ModelBatcher {
     // (start-batch): each is run and answered once. Marking the batch published would spare that
     // rare rerun at the price of a Redis round trip for every batch.
     for (const m of members) this.settle(m.item.msg, 'ack');
-    this.opts.onBatchPublished?.(tier, rows);
+    this.opts.onBatchPublished?.(tier, rows, this.batchElements(members, tier, rows));
     this.log.debug({ model: this.model.name, batchId, tier, rows, requests: members.length }, 'batch published');
+  }
+
+  /** Input elements of a batch, real and as run (for the padding-waste metrics). */
+  private batchElements(members: readonly Pending[], tier: number, rows: number): BatchElements {
+    let real = 0;
+    for (const m of members) for (const t of m.item.req.inputs) real += t.shape.reduce((a, b) => a * b, 1);
+    const gears = this.model.config.gears;
+    if (gears) {
+      const dims = members.map((m) => ({ rows: m.item.req.batch, dims: rowDimsOf(gears, m.item.req.inputs) }));
+      const gear = gearFor(gears, dims);
+      if (gear) {
+        // Inputs the gears do not fill have fixed rows: they are padded by rows only.
+        const filled = dims.reduce((n, d) => n + memberElements(gears, d), 0);
+        const fixed = real - filled;
+        return { real, run: gearElements(gears, gear) + (rows > 0 ? (fixed / rows) * gear.batch : 0) };
+      }
+    }
+    return { real, run: rows > 0 && this.model.config.maxBatchSize > 0 ? (real / rows) * tier : real };
   }
 
   /** The one answer to a request that fails before any batch carries it. */

@@ -1,3 +1,4 @@
+import { describeGears, gearFor, rowDimsOf } from '@ge-mesh/model-repository';
 import {
   type BatchMessage,
   decode,
@@ -12,7 +13,15 @@ import {
   versionMismatch,
   type WireError,
 } from '@ge-mesh/protocol';
-import { assembleBatch, type BufferPool, type Engine, type EngineModelSpec, sliceOutputs } from '@ge-mesh/runtime';
+import {
+  assembleBatch,
+  assembleGearBatch,
+  type BufferPool,
+  type Engine,
+  type EngineModelSpec,
+  sliceGearOutputs,
+  sliceOutputs,
+} from '@ge-mesh/runtime';
 
 /** A response ready to publish to its request's reply route. */
 export interface Reply {
@@ -168,28 +177,39 @@ async function runChunk(
     const message = `the request's ${realRows} rows exceed the largest batch tier (${largest}) of ${spec.name} version ${spec.version}; send at most ${largest}`;
     return live.map((r) => response(r, { error: { code: 'EXECUTION_FAILED', message } }));
   }
-  // Expired members leave the batch; a smaller tier may now fit.
-  const tier = spec.batched ? (spec.tiers.find((t) => t >= realRows) ?? formedTier) : 1;
+  // Expired members leave the batch; a smaller tier (or gear) may now fit.
+  const members = live.map((r, i) => ({ inputs: r.inputs, rows: rows[i] ?? 1 }));
+  const gears = spec.gears;
+  const gear = gears
+    ? gearFor(
+        gears,
+        live.map((r, i) => ({ rows: rows[i] ?? 1, dims: rowDimsOf(gears, r.inputs) })),
+      )
+    : undefined;
+  if (gears && !gear) {
+    const message = `the batch's ${realRows} rows and input shapes fit no gear of ${spec.name} version ${spec.version} (gears: ${describeGears(gears)})`;
+    return live.map((r) => response(r, { error: { code: 'EXECUTION_FAILED', message } }));
+  }
+  const tier = gear ? gear.batch : spec.batched ? (spec.tiers.find((t) => t >= realRows) ?? formedTier) : 1;
   stages.tier = tier;
   stages.rows = realRows;
   stages.assembleAt = epochMs();
   const started = process.hrtime.bigint();
   try {
-    const inputs = assembleBatch(
-      spec.inputs,
-      live.map((r, i) => ({ inputs: r.inputs, rows: rows[i] ?? 1 })),
-      tier,
-      spec.batched,
-      pool,
-    );
+    const inputs =
+      gears && gear
+        ? assembleGearBatch(spec.inputs, members, gear, gears, pool)
+        : assembleBatch(spec.inputs, members, tier, spec.batched, pool);
     const computeInputNs = nsSince(started);
     stages.runAt = epochMs();
     const t1 = process.hrtime.bigint();
-    const outputs = await engine.run(tier, inputs);
+    const outputs = await engine.run(tier, inputs, gear?.index);
     const computeInferNs = nsSince(t1);
     stages.sliceAt = epochMs();
     const t2 = process.hrtime.bigint();
-    const sliced = sliceOutputs(spec.outputs, outputs, rows, spec.batched);
+    const sliced = gear
+      ? sliceGearOutputs(spec.outputs, outputs, members, spec.outputLinks ?? {}, spec.batched)
+      : sliceOutputs(spec.outputs, outputs, rows, spec.batched);
     const computeOutputNs = nsSince(t2);
     live.forEach((r, i) => {
       const wanted = r.outputs.length > 0 ? new Set(r.outputs) : null;

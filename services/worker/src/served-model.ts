@@ -6,6 +6,7 @@ import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { BatchClaims } from './batch-claims.js';
 import { traceWorkerBatch, type WorkerBatchTrace } from './batch-tracing.js';
+import { gearOutputLinks } from './gear-outputs.js';
 import type { Placement } from './lane-plan.js';
 import { LanePool } from './lane-pool.js';
 import { TEST_LANE_DELAY_MS, TEST_LOAD_DELAY_MS } from './test-faults.js';
@@ -79,7 +80,11 @@ export class ServedModel {
     return this.placement.devices.length * this.placement.lanesPerDevice * this.model.versions.length;
   }
 
-  private laneSpecs(device: number, version: RepositoryModel['versions'][number]): EngineModelSpec[] {
+  private laneSpecs(
+    device: number,
+    version: RepositoryModel['versions'][number],
+    outputLinks: EngineModelSpec['outputLinks'],
+  ): EngineModelSpec[] {
     const m = this.model;
     return Array.from({ length: this.placement.lanesPerDevice }, (_, stream) => ({
       name: m.name,
@@ -91,6 +96,7 @@ export class ServedModel {
       batched: m.config.maxBatchSize > 0,
       parameters: Object.fromEntries(m.config.parameters),
       ...(m.config.ge ? { ge: m.config.ge } : {}),
+      ...(m.config.gears ? { gears: m.config.gears, outputLinks } : {}),
       threads: this.threads,
       stream,
       deviceId: device,
@@ -110,7 +116,7 @@ export class ServedModel {
         const byVersion = new Map<string, LanePool>();
         this.pools.set(device, byVersion);
         for (const v of this.model.versions) {
-          const pool = await LanePool.start(this.laneSpecs(device, v), log);
+          const pool = await LanePool.start(this.laneSpecs(device, v, await gearOutputLinks(this.model, v)), log);
           byVersion.set(v.version, pool);
           const results = await pool.runOnEveryLane(samples.map((s) => warmupBatch(this.model, v.version, s)));
           const failure = warmupFailure(results.flat().map((r) => r.body));

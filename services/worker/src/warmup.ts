@@ -48,11 +48,25 @@ function tensor(name: string, dt: DataType, shape: number[], data: Uint8Array): 
   return { name, datatype: dt, shape, data };
 }
 
-/** Every tier once, with zeros; none when an input has a variable dim or variable-size elements. */
+/**
+ * Every tier (or every gear) once, with zeros; none when an input has a
+ * variable dim no gear fills or variable-size elements.
+ */
 function tierSamples(model: RepositoryModel): WarmupSample[] {
   const c = model.config;
-  if (c.input.some((i) => i.dims.some((d) => d < 0) || elementSize(i.dataType) === 0)) return [];
   const batched = c.maxBatchSize > 0;
+  if (c.gears) {
+    return c.gears.gears.map((g) => ({
+      name: `gear ${g.index}`,
+      rows: g.batch,
+      inputs: c.input.map((i) => {
+        const row = g.dims[i.name] ?? i.dims;
+        const shape = batched ? [g.batch, ...row] : [...row];
+        return tensor(i.name, i.dataType, shape, fill(i.dataType, elementCount(shape), 'zero'));
+      }),
+    }));
+  }
+  if (c.input.some((i) => i.dims.some((d) => d < 0) || elementSize(i.dataType) === 0)) return [];
   return c.tiers.map((tier) => {
     const rows = batched ? tier : 1;
     return {

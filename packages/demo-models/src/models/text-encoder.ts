@@ -19,24 +19,53 @@ const LN_EPSILON = 1e-5;
  * the batch dim stays free.
  */
 export function buildTextEncoder(): Uint8Array {
-  const prng = createPrng(0xbe27);
-  const g = new GraphBuilder('text_encoder');
-  const ids = g.input('input_ids', 'INT64', ['batch', TEXT_SEQ]);
-  const mask = g.input('attention_mask', 'INT64', ['batch', TEXT_SEQ]);
+  return buildEncoder('fixed');
+}
+
+/** Longest sequence of the variable-length encoder (its position table's rows). */
+export const TEXT_MAX_SEQ = 128;
+
+/**
+ * The same encoder over sequences of any length up to TEXT_MAX_SEQ: inputs
+ * [N,seq], outputs "last_hidden_state" [N,seq,64] and "pooled" [N,64] (the
+ * dim names say which output dims follow the inputs'). The positions are the
+ * first seq rows of the table, sliced by the input's own length, so a static
+ * graph per (batch, seq) gear is as exact as the dynamic model.
+ */
+export function buildTextEncoderSeq(): Uint8Array {
+  return buildEncoder('variable');
+}
+
+function buildEncoder(length: 'fixed' | 'variable'): Uint8Array {
+  const variable = length === 'variable';
+  const prng = createPrng(variable ? 0x5e9 : 0xbe27);
+  const g = new GraphBuilder(variable ? 'text_encoder_seq' : 'text_encoder');
+  const seq = variable ? 'seq' : TEXT_SEQ;
+  const ids = g.input('input_ids', 'INT64', ['batch', seq]);
+  const mask = g.input('attention_mask', 'INT64', ['batch', seq]);
 
   const one = g.floats('const.one', [], [1]);
   const headShape = g.int64s('const.head_shape', [4], [0, 0, HEADS, HEAD_DIM]);
   const mergedShape = g.int64s('const.merged_shape', [3], [0, 0, HIDDEN]);
 
   const wordTable = g.floats('embeddings.word', [TEXT_VOCAB, HIDDEN], prng.floats(TEXT_VOCAB * HIDDEN, -1, 1));
-  const posTable = g.floats('embeddings.position', [TEXT_SEQ, HIDDEN], prng.floats(TEXT_SEQ * HIDDEN, -0.5, 0.5));
-  const positions = g.int64s(
-    'embeddings.position_ids',
-    [TEXT_SEQ],
-    Array.from({ length: TEXT_SEQ }, (_, i) => i),
-  );
+  const rows = variable ? TEXT_MAX_SEQ : TEXT_SEQ;
+  const posTable = g.floats('embeddings.position', [rows, HIDDEN], prng.floats(rows * HIDDEN, -0.5, 0.5));
   const words = g.op('Gather', [wordTable, ids], { axis: attr.int(0) }, 'embeddings.words');
-  const pos = g.op('Gather', [posTable, positions], { axis: attr.int(0) }, 'embeddings.positions');
+  let pos: string;
+  if (variable) {
+    // Rows 0..seq-1 of the table: seq read from the input's shape (a constant in a static graph).
+    const seqLen = g.op('Shape', [ids], { start: attr.int(1), end: attr.int(2) }, 'embeddings.seq_len');
+    const zero = g.int64s('const.zero_1', [1], [0]);
+    pos = g.op('Slice', [posTable, zero, seqLen, zero], {}, 'embeddings.positions');
+  } else {
+    const positions = g.int64s(
+      'embeddings.position_ids',
+      [TEXT_SEQ],
+      Array.from({ length: TEXT_SEQ }, (_, i) => i),
+    );
+    pos = g.op('Gather', [posTable, positions], { axis: attr.int(0) }, 'embeddings.positions');
+  }
   let h = layerNorm(g, prng, 'embeddings.ln', g.op('Add', [words, pos], {}, 'embeddings.sum'));
 
   // Padding positions get -10000 added to their attention scores: exp() of
@@ -63,12 +92,14 @@ export function buildTextEncoder(): Uint8Array {
   const count = g.op('ReduceSum', [mask3, axis1], { keepdims: attr.int(0) }, 'pool.count');
   g.op('Div', [summed, g.op('Max', [count, one], {}, 'pool.count_min1')], {}, 'pooled');
 
-  g.output('last_hidden_state', 'FP32', ['batch', TEXT_SEQ, HIDDEN]);
+  g.output('last_hidden_state', 'FP32', ['batch', seq, HIDDEN]);
   g.output('pooled', 'FP32', ['batch', HIDDEN]);
   return encodeModel(
     makeModel(g.build(), {
       producerName: 'ge-mesh-demo-models',
-      docString: 'BERT-shaped text encoder (vocab 1000, seq 32, hidden 64, 4 heads, 2 layers) with generated weights.',
+      docString: variable
+        ? `BERT-shaped text encoder (vocab 1000, seq up to ${TEXT_MAX_SEQ}, hidden 64, 4 heads, 2 layers) with generated weights.`
+        : 'BERT-shaped text encoder (vocab 1000, seq 32, hidden 64, 4 heads, 2 layers) with generated weights.',
     }),
   );
 }

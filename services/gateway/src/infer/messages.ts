@@ -126,6 +126,12 @@ export const MSG = {
         'If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. ' +
         'See the model configuration docs for more info on max_batch_size.'
       : ''),
+  // GE Mesh: the GE backend fails such a request at execution ("execute model failed").
+  noGear: (model: string, shapes: string, gears: string, padded: readonly string[]) =>
+    `input shapes ${shapes} fit no gear of model '${model}'; its gears are: ${gears}. ` +
+    (padded.length > 0
+      ? `Inputs ${padded.join(', ')} are padded up to a gear; every other dim must match a gear exactly`
+      : 'No input may be padded (set gear.pad_value.<input> in the model config to allow it), so the shapes must match a gear exactly'),
   byteSizeMismatch: (input: string, model: string, expected: number, got: number) =>
     `input byte size mismatch for input '${input}' for model '${model}'. Expected ${expected}, got ${got}`,
   bytesIncompleteLength: (input: string, model: string, available: number) =>

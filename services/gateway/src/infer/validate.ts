@@ -1,7 +1,15 @@
-import { type ModelConfig, priorityLevel, type TensorConfig } from '@ge-mesh/model-repository';
+import {
+  describeGears,
+  type GearSet,
+  gearClassOf,
+  type ModelConfig,
+  priorityLevel,
+  rowDimsOf,
+  type TensorConfig,
+} from '@ge-mesh/model-repository';
 import { type DataType, elementSize, MeshError, TRITON_MESSAGES, type WireTensor } from '@ge-mesh/protocol';
 import { type BytesLayoutError, checkBytesLayout } from './bytes-elements.js';
-import { MSG, requestPrefix } from './messages.js';
+import { dimsToString, MSG, requestPrefix } from './messages.js';
 import type { ParsedInfer, RequestedOutput, ValidatedInfer } from './types.js';
 
 // Datatypes Triton can rank for `classification`.
@@ -86,6 +94,7 @@ export function validateInfer(parsed: ParsedInfer, config: ModelConfig): Validat
   }
 
   for (const [i, t] of inputs.entries()) checkInput(t, configs[i] as TensorConfig, model, batching, prefix);
+  if (config.gears) checkGear(config.gears, inputs, batch, model, prefix);
 
   const binaryDataOutput = parsed.binaryDataOutput ?? false;
   const allOutputs = parsed.outputs.length === 0;
@@ -143,6 +152,19 @@ function checkInput(t: WireTensor, cfg: TensorConfig, model: string, batching: b
   if (t.data.length !== expected) {
     throw new MeshError('DATA_SIZE_MISMATCH', prefix + MSG.byteSizeMismatch(t.name, model, expected, t.data.length));
   }
+}
+
+/** A request runs on a gear that holds its rows and shapes (padded where the config allows); else 400 naming the gears. */
+function checkGear(gears: GearSet, inputs: readonly WireTensor[], rows: number, model: string, prefix: string): void {
+  if (gearClassOf(gears, { rows, dims: rowDimsOf(gears, inputs) })) return;
+  const shapes = inputs
+    .filter((t) => gears.inputs.includes(t.name))
+    .map((t) => `${t.name} ${dimsToString(t.shape)}`)
+    .join(', ');
+  throw new MeshError(
+    'GEAR_MISMATCH',
+    prefix + MSG.noGear(model, shapes, describeGears(gears), Object.keys(gears.padValues)),
+  );
 }
 
 function bytesMessage(err: BytesLayoutError, input: string, model: string, expected: number): string {
