@@ -1,4 +1,5 @@
 export * from './config-error.js';
+export { checkEnsembleSteps } from './ensemble-config.js';
 export {
   checkGeOption,
   GeParameterError,
