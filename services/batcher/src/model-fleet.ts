@@ -118,7 +118,8 @@ export class ModelFleet {
       }
       if (current && current.generation >= generation) continue;
       const model = await this.read(name, generation);
-      if (!model) continue;
+      // An ensemble has no queue of its own: the gateways send each step to its model's batcher.
+      if (!model || model.config.ensemble) continue;
       if (current && sameModel(current.model, model)) {
         current.generation = generation;
         continue;

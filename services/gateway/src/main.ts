@@ -77,7 +77,10 @@ const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `gateway-${
 // Declared again after every reconnect (a broker that lost its definitions gets them back).
 await broker.onReady(async () => {
   const setup = await broker.channel();
-  for (const name of states.names()) await broker.assertWorkQueue(setup, topo.requests(name));
+  // An ensemble has no queue: its steps go to their models' queues.
+  for (const name of states.names()) {
+    if (!states.model(name)?.config.ensemble) await broker.assertWorkQueue(setup, topo.requests(name));
+  }
   await setup.close();
 });
 const replies = new ReplyRouter(broker, log);
@@ -122,9 +125,11 @@ replies.onReply = pipeline.observeReply;
 const queries = new MeshQueries({ states, auth, stats, isReady });
 /** A model about to be loaded: its request queue declared (so requests are routable) and its metrics. */
 const prepareModel = async (model: RepositoryModel) => {
-  const ch = await broker.channel();
-  await broker.assertWorkQueue(ch, topo.requests(model.name));
-  await ch.close();
+  if (!model.config.ensemble) {
+    const ch = await broker.channel();
+    await broker.assertWorkQueue(ch, topo.requests(model.name));
+    await ch.close();
+  }
   addMetrics(model.name);
 };
 const polling = settings.modelControlMode === 'poll';

@@ -1,4 +1,4 @@
-import { ConfigError, loadModel, type RepositoryModel } from '@ge-mesh/model-repository';
+import { ConfigError, checkEnsembleSteps, loadModel, type RepositoryModel } from '@ge-mesh/model-repository';
 import { MeshError } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { Authorizer } from '../auth.js';
@@ -79,6 +79,7 @@ export class RepositoryControl {
     let model: RepositoryModel;
     try {
       model = await loadModel(this.deps.repositoryDir, name);
+      checkEnsembleSteps(model, (step) => (step === name ? undefined : states.model(step)));
     } catch (err) {
       const detail =
         err instanceof ConfigError
@@ -88,6 +89,7 @@ export class RepositoryControl {
             : (err as Error).message;
       throw new MeshError('INVALID_ARGUMENT', `failed to load '${name}', ${detail}`);
     }
+    if (model.config.ensemble) return this.loadEnsemble(call, model, loadTimeoutMs);
     states.setModel(model);
     await this.deps.prepareModel(model);
     const gen = await registry.setControl(name, 'load');
@@ -115,6 +117,31 @@ export class RepositoryControl {
     throw new MeshError('INVALID_ARGUMENT', `failed to load '${name}', ${why}`);
   }
 
+  /**
+   * An ensemble has no worker: as in Triton, loading it loads the step
+   * models that are not loaded, and it is ready once they all are.
+   */
+  private async loadEnsemble(call: ControlCall, model: RepositoryModel, timeoutMs: number): Promise<void> {
+    const { states } = this.deps;
+    const steps = [...new Set(model.config.ensemble?.steps.map((s) => s.modelName))];
+    for (const step of steps) {
+      if (states.control(step)?.action !== 'load' && states.readyVersions(step).length === 0) {
+        await this.load({ ...call, model: step });
+      }
+    }
+    states.setModel(model);
+    await this.deps.prepareModel(model);
+    const gen = await states.registry.setControl(model.name, 'load');
+    this.deps.log?.info({ model: model.name, generation: gen, steps }, 'ensemble load requested');
+    await states.refresh();
+    const latest = model.versions[0]?.version as string;
+    const ready = await states.until(() => states.versionState(model.name, latest) === 'READY', timeoutMs);
+    if (!ready) {
+      const why = states.index(false).find((r) => r.name === model.name)?.reason ?? 'its steps are not ready';
+      throw new MeshError('INVALID_ARGUMENT', `failed to load '${model.name}', ${why}`);
+    }
+  }
+
   async unload(call: ControlCall): Promise<void> {
     const { states } = this.deps;
     await this.admit(call, 'unload');
@@ -125,6 +152,8 @@ export class RepositoryControl {
     const gen = await states.registry.setControl(name, 'unload');
     this.deps.log?.info({ model: name, generation: gen }, 'unload requested');
     await states.refresh();
+    // No worker holds an ensemble; its step models stay loaded (Triton unloads them only when asked).
+    if (states.model(name)?.config.ensemble) return;
     const released = await states.until(
       () => states.workers.every((w) => !w.models.some((m) => m.model === name)),
       this.deps.unloadTimeoutMs ?? 60_000,
