@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
-import { loadRepository, type RepositoryModel } from '@ge-mesh/model-repository';
+import { loadRepository, overrideStagingDir, type RepositoryModel } from '@ge-mesh/model-repository';
 import { loadedAtStart } from '@ge-mesh/settings';
-import { BatchStore, ResponseCache, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
+import { BatchStore, ModelOverrides, ResponseCache, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import {
   InferenceMetrics,
@@ -135,6 +135,8 @@ const prepareModel = async (model: RepositoryModel) => {
 const polling = settings.modelControlMode === 'poll';
 const control = new RepositoryControl({
   states: workerStates,
+  overrides: new ModelOverrides(registryStore.redis, settings.namespace),
+  stagingDir: overrideStagingDir(settings.namespace),
   auth,
   repositoryDir: settings.modelRepository,
   prepareModel,
