@@ -468,7 +468,14 @@ describe('end to end: gateway gRPC API', { timeout: 300_000 }, () => {
     ).body.json()) as { model_stats: Array<{ inference_count: number }> };
     assert.equal(s?.inference_count, rest.model_stats[0]?.inference_count);
     const all = (await client.call('ModelStatistics', { name: '', version: '' })) as { model_stats: Msg[] };
-    assert.deepEqual(all.model_stats.map((m) => m.name).sort(), ['ocr_cls', 'resnet18', 'text_encoder', 'tiny']);
+    assert.deepEqual(all.model_stats.map((m) => m.name).sort(), [
+      'ocr_cls',
+      'preprocess',
+      'preprocess_resnet18',
+      'resnet18',
+      'text_encoder',
+      'tiny',
+    ]);
     assert.deepEqual(await client.error('ModelStatistics', { name: 'nope', version: '' }), [
       S.INVALID_ARGUMENT,
       "requested model 'nope' is not available",

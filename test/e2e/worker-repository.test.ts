@@ -259,11 +259,12 @@ describe('worker: several devices, several models, repository load/unload', { ti
       status: 400,
       text: JSON.stringify({ error: "failed to load 'nope', failed to poll from model repository" }),
     });
+    // A config override is checked as a config.pbtxt is (test/e2e/load-overrides.test.ts loads good ones).
     assert.deepEqual(await call('POST', '/v2/repository/models/tiny/load', '{"parameters":{"config":"{}"}}'), {
-      status: 501,
+      status: 400,
       text: JSON.stringify({
         error:
-          "failed to load 'tiny', a config or model files sent with the request are not supported: change the model repository and load again",
+          "failed to load 'tiny', the config sets neither 'backend' nor 'platform'; add backend: \"onnxruntime\" or backend: \"npu_ge\"",
       }),
     });
     assert.deepEqual(await call('POST', '/v2/repository/models/tiny/unload', '{'), {

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import {
   BatchStore,
   isCluster,
+  ModelOverrides,
   type NewBatch,
   type RedisConnection,
   ResponseCache,
@@ -298,6 +299,23 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
     cache.get('k2', 3).then((v) => v?.toString('hex')),
     '090909090909090909090909',
   );
+
+  // A pushed model's override: stored, read back byte for byte, removed.
+  const overrides = new ModelOverrides(store.redis, store.namespace);
+  await overrides.put(a, {
+    id: 'o1',
+    config: 'backend: "onnxruntime"',
+    files: new Map([['1/m.onnx', Buffer.from([0, 255, 7])]]),
+  });
+  await expect(
+    'override get',
+    overrides
+      .get(a)
+      .then((o) => o && [o.id, o.config, [...o.files].map(([k, v]) => `${k}=${Buffer.from(v).toString('hex')}`)]),
+    ['o1', 'backend: "onnxruntime"', ['1/m.onnx=00ff07']],
+  );
+  await overrides.clear(a);
+  await expect('override cleared', overrides.get(a), undefined);
 
   // Every model's manifests are found (on a Cluster: on every master).
   await expect(

@@ -74,7 +74,7 @@ export async function startTestMesh(
     async teardown() {
       await mesh.stop();
       if (opts.purge === false) return;
-      await purgeNamespace(namespace, opts.models ?? ['ocr_cls', 'resnet18', 'text_encoder', 'tiny']);
+      await purgeNamespace(namespace, opts.models ?? ['ocr_cls', 'preprocess', 'resnet18', 'text_encoder', 'tiny']);
     },
   };
 }

@@ -3,6 +3,9 @@ import type { SampleTensor } from '@ge-mesh/demo-models';
 import * as ort from 'onnxruntime-node';
 import { DEMO_REPOSITORY } from './mesh-harness.js';
 
+/** onnxruntime's tensor type for each sample datatype. */
+export const ORT_TYPES = { FP32: 'float32', INT64: 'int64', UINT8: 'uint8' } as const;
+
 /**
  * The independent reference: the same model file run in this process by
  * onnxruntime, one request at a time, at the request's own batch size.
@@ -23,8 +26,7 @@ export class Reference {
       this.sessions.set(model, s);
     }
     const feeds: Record<string, ort.Tensor> = {};
-    for (const t of inputs)
-      feeds[t.name] = new ort.Tensor(t.dataType === 'INT64' ? 'int64' : 'float32', t.data, t.dims);
+    for (const t of inputs) feeds[t.name] = new ort.Tensor(ORT_TYPES[t.dataType], t.data, t.dims);
     const out = await s.run(feeds);
     return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, { data: v.data as Float32Array, dims: v.dims }]));
   }

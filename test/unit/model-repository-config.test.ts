@@ -315,7 +315,7 @@ describe('parseModelConfig: defaults and runtime', () => {
     ]);
   });
 
-  it('refuses sequence_batching and ensemble_scheduling, saying what to do instead', async () => {
+  it('refuses sequence_batching, and ensemble_scheduling outside an ensemble, saying what to do instead', async () => {
     const refused = async (file: string, name: string) => {
       try {
         parseModelConfig(await readFile(fixture(`configs/${file}`), 'utf8'), { file, modelName: name });
@@ -330,7 +330,7 @@ describe('parseModelConfig: defaults and runtime', () => {
     );
     assert.equal(
       await refused('ensemble.pbtxt', 'ens'),
-      "ensemble.pbtxt:6:1: ensemble_scheduling is not supported: ensembles are not served yet; call each step's model in turn",
+      'ensemble.pbtxt:6:1: ensemble_scheduling needs platform: "ensemble" (and no backend)',
     );
   });
 
@@ -568,7 +568,7 @@ describe('parseModelConfig: rejected configs', () => {
     {
       title: 'a platform GE Mesh does not serve',
       text: `platform: "tensorrt_plan"\n${IO}`,
-      message: `1:11: platform 'tensorrt_plan' is not one GE Mesh serves; use "onnxruntime", "onnxruntime_onnx", "npu_ge", "ge" ("onnxruntime" runs on CPU, "npu_ge" on Ascend NPUs)`,
+      message: `1:11: platform 'tensorrt_plan' is not one GE Mesh serves; use "onnxruntime", "onnxruntime_onnx", "npu_ge", "ge" ("onnxruntime" runs on CPU, "npu_ge" on Ascend NPUs), or platform "ensemble" for a pipeline of models`,
       field: 'platform',
     },
     {

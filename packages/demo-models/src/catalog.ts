@@ -1,4 +1,5 @@
 import { buildOcrCls } from './models/ocr-cls.js';
+import { buildPreprocess, PREPROCESS_SIZE } from './models/preprocess.js';
 import { buildResnet18 } from './models/resnet18.js';
 import { buildTextEncoder, TEXT_SEQ, TEXT_VOCAB } from './models/text-encoder.js';
 import { buildTiny, TINY_IN, TINY_OUT } from './models/tiny.js';
@@ -16,7 +17,7 @@ export type InputValues =
 
 export interface DemoTensor {
   name: string;
-  dataType: 'FP32' | 'INT64';
+  dataType: 'FP32' | 'INT64' | 'UINT8';
   /** Without the batch dim. */
   dims: readonly number[];
 }
@@ -47,6 +48,22 @@ export const DEMO_MODELS: readonly DemoModel[] = [
     maxBatchSize: 16,
     preferredBatchSizes: [1, 4, 8, 16],
     build: buildOcrCls,
+  },
+  {
+    name: 'preprocess',
+    description: 'image preprocessing: uint8 HWC 224x224 RGB to FP32 NCHW in [0, 1]',
+    inputs: [
+      {
+        name: 'image',
+        dataType: 'UINT8',
+        dims: [PREPROCESS_SIZE, PREPROCESS_SIZE, 3],
+        values: { kind: 'image', min: 0, max: 255 },
+      },
+    ],
+    outputs: [{ name: 'pixels', dataType: 'FP32', dims: [3, PREPROCESS_SIZE, PREPROCESS_SIZE] }],
+    maxBatchSize: 16,
+    preferredBatchSizes: [1, 4, 8, 16],
+    build: buildPreprocess,
   },
   {
     name: 'resnet18',
@@ -82,6 +99,9 @@ export const DEMO_MODELS: readonly DemoModel[] = [
     build: buildTiny,
   },
 ];
+
+/** Demo ensembles (config.pbtxt committed): their version folder holds no model file. */
+export const DEMO_ENSEMBLES: readonly string[] = ['preprocess_resnet18'];
 
 export function demoModel(name: string): DemoModel {
   const m = DEMO_MODELS.find((d) => d.name === name);

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEMO_MODELS, type DemoModel } from './catalog.js';
+import { DEMO_ENSEMBLES, DEMO_MODELS, type DemoModel } from './catalog.js';
 
 /** The committed model repository (configs) that the models are generated into by default. */
 export const DEMO_REPOSITORY_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../infra/model_repository');
@@ -24,7 +24,8 @@ export interface EnsureOptions {
 }
 
 /**
- * Writes `<outDir>/<model>/1/model.onnx` for each demo model. Files that
+ * Writes `<outDir>/<model>/1/model.onnx` for each demo model (and each demo
+ * ensemble's empty `<outDir>/<ensemble>/1/` where its config.pbtxt is). Files that
  * already hold the right bytes are left untouched; others are replaced
  * atomically (write to a temp name, then rename), so a concurrent reader
  * never sees half a model. config.pbtxt files are committed, not generated.
@@ -33,6 +34,11 @@ export async function ensureDemoModels(outDir: string, opts: EnsureOptions = {})
   const models = selectModels(opts.only);
   const results: EnsuredModel[] = [];
   for (const model of models) results.push(await ensureModel(outDir, model));
+  // An ensemble's version folder is empty, so git does not keep it: made here, beside its committed config.
+  for (const name of opts.only ? [] : DEMO_ENSEMBLES) {
+    const config = await stat(join(outDir, name, 'config.pbtxt')).catch(() => undefined);
+    if (config) await mkdir(join(outDir, name, DEMO_MODEL_VERSION), { recursive: true });
+  }
   return results;
 }
 

@@ -3,10 +3,10 @@ import type { DemoInput, DemoModel } from './catalog.js';
 
 export interface SampleTensor {
   name: string;
-  dataType: 'FP32' | 'INT64';
+  dataType: 'FP32' | 'INT64' | 'UINT8';
   /** Batch dim first. */
   dims: number[];
-  data: Float32Array | BigInt64Array;
+  data: Float32Array | BigInt64Array | Uint8Array;
 }
 
 /**
@@ -18,8 +18,13 @@ export interface SampleTensor {
 export function sampleInputs(model: DemoModel, batch: number, seed: number): SampleTensor[] {
   return model.inputs.map((input, k) => {
     const perSample = input.dims.reduce((a, b) => a * b, 1);
+    const size = batch * perSample;
     const data =
-      input.dataType === 'INT64' ? new BigInt64Array(batch * perSample) : new Float32Array(batch * perSample);
+      input.dataType === 'INT64'
+        ? new BigInt64Array(size)
+        : input.dataType === 'UINT8'
+          ? new Uint8Array(size)
+          : new Float32Array(size);
     for (let i = 0; i < batch; i++) {
       const prng = createPrng(Math.imul(seed + i, 0x9e3779b1) ^ (k + 1));
       fillSample(input, prng, data, i * perSample, perSample);
@@ -28,10 +33,17 @@ export function sampleInputs(model: DemoModel, batch: number, seed: number): Sam
   });
 }
 
-function fillSample(input: DemoInput, prng: Prng, data: Float32Array | BigInt64Array, at: number, n: number): void {
+function fillSample(
+  input: DemoInput,
+  prng: Prng,
+  data: Float32Array | BigInt64Array | Uint8Array,
+  at: number,
+  n: number,
+): void {
   const v = input.values;
   const put = (i: number, x: number) => {
     if (data instanceof BigInt64Array) data[at + i] = BigInt(x);
+    else if (data instanceof Uint8Array) data[at + i] = Math.round(x);
     else data[at + i] = x;
   };
   switch (v.kind) {

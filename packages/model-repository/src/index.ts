@@ -1,4 +1,6 @@
 export * from './config-error.js';
+export { configTextFromJson } from './config-json.js';
+export { checkEnsembleSteps } from './ensemble-config.js';
 export {
   checkGeOption,
   GeParameterError,
@@ -11,6 +13,14 @@ export {
 export * from './gears.js';
 export * from './model-config.js';
 export { MODEL_CONFIG_SCHEMA } from './model-config-schema.js';
+export {
+  checkOverridePath,
+  loadModelOrOverride,
+  loadOverriddenModel,
+  type ModelOverride,
+  overrideId,
+  overrideStagingDir,
+} from './model-override.js';
 export { modelConfigFromMessage, type ParseModelConfigOptions, parseModelConfig } from './parse-model-config.js';
 export { type LoadOptions, loadModel, loadRepository, resolveVersion, sameModel } from './repository.js';
 export { type ParseTextProtoOptions, parseTextProto, type TextMessage } from './text-format/parser.js';

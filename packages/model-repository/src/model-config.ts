@@ -54,7 +54,31 @@ export interface InstanceGroupConfig {
   readonly gpus: readonly number[];
 }
 
-export type Runtime = 'ort' | 'ge';
+/** 'ensemble': no runtime of its own; the gateways run its steps as requests of their models. */
+export type Runtime = 'ort' | 'ge' | 'ensemble';
+
+/** One name pair of a step's input_map or output_map. */
+export interface TensorMapping {
+  /** The step model's input or output. */
+  readonly model: string;
+  /** The ensemble tensor it reads or writes. */
+  readonly ensemble: string;
+}
+
+/** One `ensemble_scheduling.step`. */
+export interface EnsembleStep {
+  readonly modelName: string;
+  /** `model_version`; -1 = the highest ready version. */
+  readonly modelVersion: number;
+  /** In config order. */
+  readonly inputMap: readonly TensorMapping[];
+  readonly outputMap: readonly TensorMapping[];
+}
+
+/** `ensemble_scheduling`, checked within the config (see ensemble-config.ts; the steps' models are checked by checkEnsembleSteps). */
+export interface EnsembleConfig {
+  readonly steps: readonly EnsembleStep[];
+}
 
 /** Which versions of a model are served (`version_policy`; default latest 1). */
 export type VersionPolicy =
@@ -118,6 +142,8 @@ export interface ModelConfig {
   readonly parameters: ReadonlyMap<string, string>;
   /** Always set by parseModelConfig; optional only so hand-built configs need not spell it. */
   readonly versionPolicy?: VersionPolicy;
+  /** Set for platform "ensemble": the steps the gateways run. */
+  readonly ensemble?: EnsembleConfig;
   /** `response_cache { enable: true }`: the gateways answer a repeated request from the shared cache. */
   readonly responseCache?: boolean;
   /** `model_warmup`, run by every lane after the tiers' own warmup; always set by parseModelConfig. */
@@ -131,6 +157,7 @@ export interface ModelConfig {
 /** One servable version of a model in the repository. */
 export interface ModelVersion {
   readonly version: string;
+  /** The model file; for an ensemble, its (empty) version folder. */
   readonly modelPath: string;
 }
 

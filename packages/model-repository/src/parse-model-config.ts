@@ -6,6 +6,7 @@
  */
 import { dataTypeFromConfig, elementSize } from '@ge-mesh/protocol';
 import { ConfigError, type ConfigErrorKind, type SourcePosition } from './config-error.js';
+import { readEnsemble } from './ensemble-config.js';
 import {
   GeParameterError,
   type GeParameters,
@@ -101,6 +102,13 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
   const name = options.modelName;
   const { runtime, platform, backend } = readRuntime(raw, r);
   const warnings = checkUnhonouredFields(raw, options.file);
+  if (runtime !== 'ensemble' && raw.ensemble_scheduling) {
+    r.fail(
+      'ensemble_scheduling needs platform: "ensemble" (and no backend)',
+      sourcePosition(raw, 'ensemble_scheduling'),
+      'ensemble_scheduling',
+    );
+  }
 
   const maxBatchSize = num(raw, 'max_batch_size');
   if (maxBatchSize < 0) {
@@ -115,6 +123,13 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
   let output = readTensors(raw, 'output', maxBatchSize, r);
   if (input.length === 0 || output.length === 0) {
     const missing = input.length === 0 ? 'input' : 'output';
+    if (runtime === 'ensemble') {
+      r.fail(
+        `the ensemble lists no ${missing}; an ensemble lists its inputs and outputs in config.pbtxt`,
+        undefined,
+        missing,
+      );
+    }
     const modelBytes = options.modelBytes;
     if (!modelBytes) {
       r.fail(
@@ -209,6 +224,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     ...(gears ? { gears } : {}),
     ...(ge ? { ge } : {}),
     ...(placement ? { placement } : {}),
+    ...(runtime === 'ensemble' ? { ensemble: readEnsemble(raw, options.file, input, output) } : {}),
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,
     parameters,
     versionPolicy: readVersionPolicy(raw, r),
@@ -230,13 +246,23 @@ function readRuntime(raw: Msg, r: Reader): { runtime: Runtime; platform: string;
     const runtime = Object.hasOwn(RUNTIMES, value) ? RUNTIMES[value] : undefined;
     if (!runtime) {
       r.fail(
-        `${field} '${value}' is not one GE Mesh serves; use ${known} ("onnxruntime" runs on CPU, "npu_ge" on Ascend NPUs)`,
+        `${field} '${value}' is not one GE Mesh serves; use ${known} ("onnxruntime" runs on CPU, "npu_ge" on Ascend NPUs)${field === 'platform' ? ', or platform "ensemble" for a pipeline of models' : ''}`,
         valuePosition(raw, field),
         field,
       );
     }
     return runtime;
   };
+  if (platform === 'ensemble') {
+    if (backend !== '') {
+      r.fail(
+        `an ensemble runs no backend of its own; remove backend '${backend}'`,
+        valuePosition(raw, 'backend'),
+        'backend',
+      );
+    }
+    return { runtime: 'ensemble', platform, backend };
+  }
   if (backend === '' && platform === '') {
     r.fail(
       `the config sets neither 'backend' nor 'platform'; add backend: "onnxruntime" or backend: "npu_ge"`,

@@ -8,6 +8,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
 import { ConfigError } from './config-error.js';
+import { checkEnsembleSteps } from './ensemble-config.js';
 import type { ModelVersion, Repository, RepositoryModel, VersionPolicy } from './model-config.js';
 import { modelConfigFromMessage, versionPolicyOf } from './parse-model-config.js';
 import { parseTextProto, type TextMessage } from './text-format/parser.js';
@@ -60,6 +61,17 @@ export async function loadRepository(dir: string, options: LoadOptions = {}): Pr
     if ('model' in r) models.set(r.name, r.model);
     else errors.set(r.name, r.error);
   }
+  // Ensembles last: their steps are checked against the models that loaded.
+  for (const m of [...models.values()]) {
+    if (!m.config.ensemble) continue;
+    try {
+      checkEnsembleSteps(m, (name) => models.get(name));
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      models.delete(m.name);
+      errors.set(m.name, e);
+    }
+  }
   return Object.freeze({ dir, models, errors });
 }
 
@@ -89,7 +101,7 @@ export async function loadModel(dir: string, name: string, options: LoadOptions 
 
   let config: RepositoryModel['config'];
   let served: string[];
-  if (hasIO(raw)) {
+  if (hasIO(raw) || raw.platform === 'ensemble') {
     // Check the whole config before looking at versions, so its errors come first.
     config = modelConfigFromMessage(raw, { file: configFile, modelName: name });
     served = selectVersions(available, config.versionPolicy as VersionPolicy, raw, configFile, modelDir);
@@ -109,6 +121,11 @@ export async function loadModel(dir: string, name: string, options: LoadOptions 
 
   const versions: ModelVersion[] = [];
   for (const version of served) {
+    // An ensemble's version folder holds no model file (Triton's layout: an empty `1/`).
+    if (config.ensemble) {
+      versions.push(Object.freeze({ version, modelPath: join(modelDir, version) }));
+      continue;
+    }
     const modelPath = join(modelDir, version, config.defaultModelFilename);
     try {
       if (!(await stat(modelPath)).isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });

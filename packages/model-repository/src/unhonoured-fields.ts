@@ -31,11 +31,6 @@ export const UNHONOURED_FIELDS: readonly Rule[] = [
     say: 'GE Mesh has no sequence batcher, so a stateful model would lose its sequence state; serve a stateless model with dynamic_batching instead',
   },
   {
-    field: 'ensemble_scheduling',
-    action: 'refuse',
-    say: "ensembles are not served yet; call each step's model in turn",
-  },
-  {
     field: 'model_transaction_policy',
     when: isTrue('decoupled'),
     action: 'refuse',

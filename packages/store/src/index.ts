@@ -1,5 +1,6 @@
 export * from './batch-store.js';
 export * from './connect.js';
+export * from './model-overrides.js';
 export * from './queue-policy.js';
 export * from './redis-health.js';
 export * from './response-cache.js';

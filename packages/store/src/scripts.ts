@@ -23,6 +23,7 @@ export const SCRIPT_NAMES = [
   'heartbeat-worker',
   'release-worker',
   'set-model-control',
+  'set-model-override',
   'cache-get',
   'cache-put',
 ] as const;

@@ -1,7 +1,7 @@
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
-import { loadRepository } from '@ge-mesh/model-repository';
+import { loadModelOrOverride, loadRepository } from '@ge-mesh/model-repository';
 import { loadedAtStart } from '@ge-mesh/settings';
-import { BatchStore, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
+import { BatchStore, ModelOverrides, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
   BatcherMetrics,
@@ -38,8 +38,10 @@ const metrics: BatcherMetrics | undefined = settings.allowMetrics
   ? new BatcherMetrics(() => fleet.batchers.map((b): [string, PendingSnapshot] => [b.model.name, b.pending()]))
   : undefined;
 const registry = new WorkerRegistry(store.redis, settings.namespace);
+const overrides = new ModelOverrides(store.redis, settings.namespace);
 const fleet: ModelFleet = new ModelFleet(repo.models, {
-  repositoryDir: settings.modelRepository,
+  loadModel: async (name) =>
+    loadModelOrOverride(settings.modelRepository, name, await overrides.get(name), settings.namespace),
   registry,
   allowed,
   startsLoaded: loadedAtStart(settings),

@@ -1,4 +1,4 @@
-import { loadModel, type RepositoryModel, sameModel } from '@ge-mesh/model-repository';
+import { type RepositoryModel, sameModel } from '@ge-mesh/model-repository';
 import type { WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { ModelBatcher } from './model-batcher.js';
@@ -7,7 +7,8 @@ import type { ModelBatcher } from './model-batcher.js';
 const RECHECK_MS = 5_000;
 
 export interface ModelFleetDeps {
-  readonly repositoryDir: string;
+  /** Reads a model again for a load: from the repository, or from what the load API pushed for it. */
+  readonly loadModel: (name: string) => Promise<RepositoryModel>;
   readonly registry: WorkerRegistry;
   /** The --models filter. */
   readonly allowed: (model: string) => boolean;
@@ -118,7 +119,8 @@ export class ModelFleet {
       }
       if (current && current.generation >= generation) continue;
       const model = await this.read(name, generation);
-      if (!model) continue;
+      // An ensemble has no queue of its own: the gateways send each step to its model's batcher.
+      if (!model || model.config.ensemble) continue;
       if (current && sameModel(current.model, model)) {
         current.generation = generation;
         continue;
@@ -148,7 +150,7 @@ export class ModelFleet {
     const known = this.initial.get(name);
     if (generation === 0 && known) return known;
     try {
-      const model = await loadModel(this.deps.repositoryDir, name);
+      const model = await this.deps.loadModel(name);
       this.failed.delete(name);
       return model;
     } catch (err) {

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
-import { loadRepository, type RepositoryModel } from '@ge-mesh/model-repository';
+import { loadRepository, overrideStagingDir, type RepositoryModel } from '@ge-mesh/model-repository';
 import { loadedAtStart } from '@ge-mesh/settings';
-import { BatchStore, ResponseCache, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
+import { BatchStore, ModelOverrides, ResponseCache, RuntimeSettings, WorkerRegistry } from '@ge-mesh/store';
 import { createLogger, type LogFormat } from '@ge-mesh/telemetry';
 import {
   InferenceMetrics,
@@ -77,7 +77,10 @@ const broker = await Broker.connect(settings.rabbitmqUrl, topo, log, `gateway-${
 // Declared again after every reconnect (a broker that lost its definitions gets them back).
 await broker.onReady(async () => {
   const setup = await broker.channel();
-  for (const name of states.names()) await broker.assertWorkQueue(setup, topo.requests(name));
+  // An ensemble has no queue: its steps go to their models' queues.
+  for (const name of states.names()) {
+    if (!states.model(name)?.config.ensemble) await broker.assertWorkQueue(setup, topo.requests(name));
+  }
   await setup.close();
 });
 const replies = new ReplyRouter(broker, log);
@@ -125,14 +128,18 @@ replies.onReply = pipeline.observeReply;
 const queries = new MeshQueries({ states, auth, stats, isReady });
 /** A model about to be loaded: its request queue declared (so requests are routable) and its metrics. */
 const prepareModel = async (model: RepositoryModel) => {
-  const ch = await broker.channel();
-  await broker.assertWorkQueue(ch, topo.requests(model.name));
-  await ch.close();
+  if (!model.config.ensemble) {
+    const ch = await broker.channel();
+    await broker.assertWorkQueue(ch, topo.requests(model.name));
+    await ch.close();
+  }
   addMetrics(model.name);
 };
 const polling = settings.modelControlMode === 'poll';
 const control = new RepositoryControl({
   states: workerStates,
+  overrides: new ModelOverrides(registryStore.redis, settings.namespace),
+  stagingDir: overrideStagingDir(settings.namespace),
   auth,
   repositoryDir: settings.modelRepository,
   prepareModel,

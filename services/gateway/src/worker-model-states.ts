@@ -153,6 +153,12 @@ export class WorkerModelStates implements ModelStates {
   /** The state of a version, and why it is not ready. */
   private stateOf(name: string, version: string): { state: ModelReadyState; reason?: string } {
     const ctl = this.snapshot.controls.get(name);
+    const ensemble = this.models.get(name)?.config.ensemble;
+    if (ensemble) {
+      if (ctl?.action === 'unload' || (!ctl && !this.startsLoaded(name)))
+        return { state: 'UNAVAILABLE', reason: 'unloaded' };
+      return this.ensembleState(ensemble.steps);
+    }
     const held = this.snapshot.workers.flatMap((w) =>
       w.models.filter((m) => m.model === name && m.versions.includes(version)).map((m) => ({ w, m })),
     );
@@ -168,6 +174,30 @@ export class WorkerModelStates implements ModelStates {
     const failed = held.find(({ m }) => m.state === 'failed');
     if (failed) return { state: 'UNAVAILABLE', reason: failed.m.error ?? 'failed to load' };
     return { state: 'UNAVAILABLE', reason: 'no live worker serves this model' };
+  }
+
+  /**
+   * An ensemble is READY while every step's model has the version it names
+   * (or, for -1, some version) ready; LOADING while one of them loads.
+   */
+  private ensembleState(steps: readonly { modelName: string; modelVersion: number }[]): {
+    state: ModelReadyState;
+    reason?: string;
+  } {
+    let loading = false;
+    for (const step of steps) {
+      const m = this.models.get(step.modelName);
+      const versions =
+        step.modelVersion === -1 ? (m?.versions.map((v) => v.version) ?? []) : [String(step.modelVersion)];
+      const states = m ? versions.map((v) => this.stateOf(step.modelName, v).state) : [];
+      if (states.includes('READY')) continue;
+      if (states.includes('LOADING')) {
+        loading = true;
+        continue;
+      }
+      return { state: 'UNAVAILABLE', reason: `step model '${step.modelName}' is not ready` };
+    }
+    return loading ? { state: 'LOADING' } : { state: 'READY' };
   }
 
   /** Live workers, not draining, that may load the model. */

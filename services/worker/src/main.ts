@@ -2,14 +2,21 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
 import {
-  loadModel,
+  loadModelOrOverride,
   loadRepository,
   parseGlobalGeOptions,
   type RepositoryModel,
   sameModel,
 } from '@ge-mesh/model-repository';
 import { loadedAtStart } from '@ge-mesh/settings';
-import { BatchStore, RuntimeSettings, type WorkerInfo, WorkerRegistry, type WorkerState } from '@ge-mesh/store';
+import {
+  BatchStore,
+  ModelOverrides,
+  RuntimeSettings,
+  type WorkerInfo,
+  WorkerRegistry,
+  type WorkerState,
+} from '@ge-mesh/store';
 import { applyLogSettings, createLogger, isLogSettings, type LogFormat } from '@ge-mesh/telemetry';
 import {
   type MetricsServer,
@@ -73,6 +80,8 @@ await runtimeSettings.follow((section, value) => {
   if (section === 'logging' && isLogSettings(value)) applyLogSettings(log, value);
 });
 const registry = new WorkerRegistry(store.redis, settings.namespace);
+// Models pushed through the load API: in Redis, so a worker on any host loads the same files.
+const overrides = new ModelOverrides(store.redis, settings.namespace);
 const claims = new BatchClaims(store, log);
 const served = new Map<string, ServedModel>();
 /**
@@ -231,7 +240,12 @@ async function reconcile(): Promise<void> {
     if (gen > 0 || !model) {
       // An explicit load reads the model again, as Triton re-reads the repository.
       try {
-        model = await loadModel(settings.modelRepository, name);
+        model = await loadModelOrOverride(
+          settings.modelRepository,
+          name,
+          await overrides.get(name),
+          settings.namespace,
+        );
       } catch (err) {
         log.error({ model: name, err: (err as Error).message }, 'model not loaded');
         continue;

@@ -19,7 +19,7 @@ import { answerError } from '../pipeline/error-answer.js';
 import type { InferPipeline } from '../pipeline/infer-pipeline.js';
 import type { LoggingControl } from '../pipeline/logging-control.js';
 import type { MeshQueries } from '../pipeline/queries.js';
-import type { RepositoryControl } from '../pipeline/repository-control.js';
+import type { ControlParameter, RepositoryControl } from '../pipeline/repository-control.js';
 import type { TraceControl } from '../pipeline/trace-control.js';
 import { decodeInferRequest, encodeInferResponse, type ModelInferRequestMsg } from './infer-codec.js';
 import { loadServices } from './proto.js';
@@ -230,7 +230,14 @@ export class GrpcFrontend {
       ...(auth !== undefined ? { authorization: auth } : {}),
       model: String(r.model_name ?? ''),
       repository: String(r.repository_name ?? ''),
-      parameterKeys: () => Object.keys((r.parameters as Msg | undefined) ?? {}),
+      // ModelRepositoryParameter's oneof: file contents come as bytes_param, the config as string_param.
+      parameters: () =>
+        Object.fromEntries(
+          Object.entries((r.parameters as Record<string, Msg> | undefined) ?? {}).map(([k, v]) => [
+            k,
+            (v.string_param ?? v.bytes_param ?? v.bool_param ?? v.int64_param ?? null) as ControlParameter,
+          ]),
+        ),
     });
     return {
       ServerLive: this.unary(() => ({ live: true })),

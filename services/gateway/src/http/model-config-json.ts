@@ -70,7 +70,8 @@ function completed(model: RepositoryModel): Msg {
   // The typed config holds the completed platform; a custom backend's stays unset, as in Triton.
   if (c.runtime === 'ort' && !raw.platform) msg.platform = c.platform;
   if (!raw.version_policy) msg.version_policy = { latest: { num_versions: 1 } };
-  msg.default_model_filename = c.defaultModelFilename;
+  // An ensemble has no model file; Triton leaves the field empty.
+  msg.default_model_filename = c.ensemble ? '' : c.defaultModelFilename;
   msg.input = c.input.map((t) => tensorMessage(t, byName(raw.input, t.name), 'input'));
   msg.output = c.output.map((t) => tensorMessage(t, byName(raw.output, t.name), 'output'));
 

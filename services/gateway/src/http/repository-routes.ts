@@ -3,7 +3,7 @@ import type { Logger } from '@ge-mesh/telemetry';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MSG } from '../infer/messages.js';
 import { answerError } from '../pipeline/error-answer.js';
-import type { RepositoryControl } from '../pipeline/repository-control.js';
+import type { ControlParameter, RepositoryControl } from '../pipeline/repository-control.js';
 import { decodeBody } from './encoding.js';
 
 export interface RepositoryRoutesDeps {
@@ -20,11 +20,11 @@ type Params = { model: string; repository?: string };
  * app.ts). The work is RepositoryControl's; this only decodes the body.
  */
 export function registerRepositoryRoutes(app: FastifyInstance, deps: RepositoryRoutesDeps): void {
-  /** The keys of the request's `parameters`; a body is optional. */
-  const parameterKeys = async (req: FastifyRequest, action: string, name: string) => {
+  /** The request's `parameters`; a body is optional. */
+  const parameters = async (req: FastifyRequest, action: string, name: string) => {
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
-    if (body.length === 0) return [];
+    if (body.length === 0) return {};
     let doc: unknown;
     try {
       doc = JSON.parse(body.toString('utf8'));
@@ -35,7 +35,7 @@ export function registerRepositoryRoutes(app: FastifyInstance, deps: RepositoryR
     if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) {
       throw new MeshError('INVALID_ARGUMENT', `failed to ${action} '${name}', 'parameters' must be a JSON object`);
     }
-    return Object.keys((params ?? {}) as object);
+    return (params ?? {}) as Record<string, ControlParameter>;
   };
 
   const route = (action: 'load' | 'unload') => async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => {
@@ -44,7 +44,7 @@ export function registerRepositoryRoutes(app: FastifyInstance, deps: RepositoryR
         ...(req.headers.authorization !== undefined ? { authorization: req.headers.authorization } : {}),
         model: req.params.model,
         ...(req.params.repository !== undefined ? { repository: req.params.repository } : {}),
-        parameterKeys: () => parameterKeys(req, action, req.params.model),
+        parameters: () => parameters(req, action, req.params.model),
       };
       await (action === 'load' ? deps.control.load(call) : deps.control.unload(call));
       return reply.code(200).send();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { RepositoryModel } from '@ge-mesh/model-repository';
 import { type InferResponseMessage, MeshError, PROTOCOL_VERSION } from '@ge-mesh/protocol';
 import type { FailureReason, InferenceMetrics } from '@ge-mesh/telemetry/metrics';
@@ -9,6 +10,7 @@ import { resolveModel, resolveNamedModel } from '../resolve-model.js';
 import type { InferenceStats } from '../stats/inference-stats.js';
 import type { CachedResponses } from './cached-responses.js';
 import type { Dispatch } from './dispatch.js';
+import { runEnsemble } from './ensemble.js';
 import { type InferTrace, traceInfer } from './infer-tracing.js';
 
 /** Triton's failure reasons for the mesh's error codes. */
@@ -120,15 +122,17 @@ export class InferPipeline {
         : resolveNamedModel(states, call.model, call.version);
     const validating = traced?.step('gateway validate');
     let request: ValidatedInfer;
+    let priority: number;
     try {
       const parsed = await call.decode(model);
       request = validateInfer(parsed, model.config);
+      priority = parsed.priority;
     } catch (err) {
       validating?.fail(err);
       throw err;
     }
     validating?.end();
-    const res = await this.run(model, version, request, call, traced);
+    const res = await this.run(model, version, request, priority, call, traced);
     return {
       model,
       version,
@@ -146,6 +150,8 @@ export class InferPipeline {
     model: RepositoryModel,
     version: string,
     req: ValidatedInfer,
+    /** The priority the client sent (an ensemble's steps map it to their models' levels). */
+    priority: number,
     call: InferCall,
     traced: InferTrace | undefined,
   ): Promise<InferResponseMessage> {
@@ -166,11 +172,13 @@ export class InferPipeline {
     }
     metrics?.pending(model.name, version, 1);
     try {
-      const res = await this.deps.dispatch.send(model, version, req, {
-        ...(call.deadlineMs !== undefined ? { deadlineMs: call.deadlineMs } : {}),
-        ...(call.signal !== undefined ? { signal: call.signal } : {}),
-        ...(traced ? { trace: traced } : {}),
-      });
+      const res = model.config.ensemble
+        ? await this.runEnsemble(model, version, req, priority, call, traced)
+        : await this.deps.dispatch.send(model, version, req, {
+            ...(call.deadlineMs !== undefined ? { deadlineMs: call.deadlineMs } : {}),
+            ...(call.signal !== undefined ? { signal: call.signal } : {}),
+            ...(traced ? { trace: traced } : {}),
+          });
       if (cache && key) {
         // Stored after the answer, not before it (the same connection sends it ahead of any later
         // lookup); Triton charges a miss the lookup and the insertion. Errors are never stored.
@@ -205,5 +213,34 @@ export class InferPipeline {
     } finally {
       metrics?.pending(model.name, version, -1);
     }
+  }
+
+  /**
+   * An ensemble request: its steps run here, each as a request of its model
+   * through run() (so each is batched, counted and cached as its model's
+   * own); the answer carries the outputs asked for and the steps' summed times.
+   */
+  private async runEnsemble(
+    model: RepositoryModel,
+    version: string,
+    req: ValidatedInfer,
+    priority: number,
+    call: InferCall,
+    traced: InferTrace | undefined,
+  ): Promise<InferResponseMessage> {
+    const r = await runEnsemble(model, req, priority, this.deps.states, (m, v, stepReq) =>
+      this.run(m, v, stepReq, priority, call, traced),
+    );
+    const wanted = new Set(req.outputs.map((o) => o.name));
+    const id = randomUUID();
+    return {
+      v: PROTOCOL_VERSION,
+      id,
+      correlationId: id,
+      model: model.name,
+      version,
+      outputs: req.allOutputs ? r.outputs : r.outputs.filter((t) => wanted.has(t.name)),
+      timings: r.timings,
+    };
   }
 }
