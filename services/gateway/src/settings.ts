@@ -92,8 +92,8 @@ export const GATEWAY_OPTIONS = {
   },
   largeRequestBytes: {
     kind: 'integer',
-    default: 64 * 1024,
-    doc: 'Fast mode: a request whose tensors reach this many bytes travels beside its message, through Redis, so RabbitMQ and the batcher carry only its envelope and the bytes cross the network twice instead of four times. 0 keeps every request whole in its message (as the durable mode always does).',
+    default: 0,
+    doc: 'Fast mode: a request whose tensors reach this many bytes travels beside its message, through Redis, so RabbitMQ and the batcher carry only its envelope and the bytes cross the network twice instead of four times (pays where the broker is the bottleneck; on one host it costs more CPU than it saves). 0, the default, keeps every request whole in its message (as the durable mode always does).',
     schema: Type.Integer({ minimum: 0 }),
   },
   repositoryPollSecs: {
