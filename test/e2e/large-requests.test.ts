@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { Redis } from 'ioredis';
 import { DURABILITY, REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
-import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
+import { inferTiny, Reference } from '../support/reference.js';
 
 /**
  * Requests from --large-request-bytes on travel beside their messages: the
@@ -49,17 +49,8 @@ describe('large requests travel beside their messages', { timeout: 120_000 }, ()
   it('answers each request right, and leaves no stored request behind', async () => {
     const answers = await Promise.all(
       Array.from({ length: REQUESTS }, async (_, seed) => {
-        const inputs = sampleInputs(demoModel('tiny'), 1, seed);
-        const res = await fetch(`${mesh.url}/v2/models/tiny/infer`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: jsonInferBody(inputs),
-        });
-        const text = await res.text();
-        assert.equal(res.status, 200, text);
-        const y = (JSON.parse(text) as { outputs: Array<{ data: number[] }> }).outputs[0]?.data ?? [];
-        const expected = (await ref.run('tiny', inputs)).y?.data ?? new Float32Array();
-        return toleranceRatio(y, expected, 1e-4, 1e-3) <= 1;
+        const { matches } = await inferTiny(ref, mesh.url, 'tiny', sampleInputs(demoModel('tiny'), 1, seed));
+        return matches;
       }),
     );
     assert.equal(answers.filter(Boolean).length, REQUESTS);

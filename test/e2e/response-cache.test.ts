@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { tiersConfig, tinyVariants } from '../support/batcher-fixtures.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
-import { jsonInferBody, Reference, toleranceRatio } from '../support/reference.js';
+import { inferTiny, Reference } from '../support/reference.js';
 
 /**
  * Triton's response cache through the whole mesh: a model with
@@ -39,17 +39,8 @@ describe('response cache through the mesh', { timeout: 180_000 }, () => {
   });
 
   const infer = async (model: string, seed: number) => {
-    const inputs = sampleInputs(demoModel('tiny'), 2, seed);
-    const res = await fetch(`${mesh.url}/v2/models/${model}/infer`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: jsonInferBody(inputs),
-    });
-    const text = await res.text();
-    assert.equal(res.status, 200, text);
-    const y = (JSON.parse(text) as { outputs: Array<{ data: number[] }> }).outputs[0]?.data ?? [];
-    const expected = (await ref.run('tiny', inputs)).y?.data ?? new Float32Array();
-    assert.ok(toleranceRatio(y, expected, 1e-4, 1e-3) <= 1, `${model} seed ${seed}: answer differs from onnxruntime`);
+    const { y, matches } = await inferTiny(ref, mesh.url, model, sampleInputs(demoModel('tiny'), 2, seed));
+    assert.ok(matches, `${model} seed ${seed}: answer differs from onnxruntime`);
     return y;
   };
   const stats = async (model: string) => {

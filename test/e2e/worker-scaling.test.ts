@@ -3,17 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_DELIVERY_LIMIT, topology } from '@ge-mesh/broker';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
-import {
-  decodeResponses,
-  encode,
-  type InferRequestMessage,
-  type InferResponseMessage,
-  isErrorCode,
-  PROTOCOL_VERSION,
-} from '@ge-mesh/protocol';
+import { decodeResponses, encode, type InferResponseMessage, isErrorCode } from '@ge-mesh/protocol';
 import { type WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { Redis } from 'ioredis';
+import { tinyRequest } from '../support/batcher-fixtures.js';
 import { driveHttp } from '../support/http-load.js';
 import { DURABILITY, RABBITMQ_URL, REDIS_URL, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { Reference, toleranceRatio } from '../support/reference.js';
@@ -77,27 +71,14 @@ class Ledger {
   }
 
   async send(seed: number, opts: { clientId?: string; deadlineMs?: number } = {}): Promise<string> {
-    const id = randomUUID();
-    const [x] = sampleInputs(demoModel('tiny'), 1, seed);
-    if (!x || !(x.data instanceof Float32Array)) throw new Error('tiny takes one FP32 input');
-    const now = Date.now();
-    const msg: InferRequestMessage = {
-      v: PROTOCOL_VERSION,
-      id,
-      model: 'tiny',
-      version: '1',
-      inputs: [{ name: 'x', datatype: 'FP32', shape: x.dims, data: new Uint8Array(x.data.buffer) }],
-      outputs: [],
-      batch: 1,
-      priority: 0,
-      timeoutUs: 0,
-      deadline: now + (opts.deadlineMs ?? DEADLINE_MS),
-      acceptedAt: now,
+    const msg = tinyRequest({
+      seed,
       replyTo: this.replyQueue,
-      correlationId: id,
+      deadlineMs: opts.deadlineMs ?? DEADLINE_MS,
       ...(opts.clientId ? { clientId: opts.clientId } : {}),
-    };
-    this.sent.set(id, { seed, sentAt: now, deadline: msg.deadline, replies: [] });
+    });
+    const { id } = msg;
+    this.sent.set(id, { seed, sentAt: msg.acceptedAt, deadline: msg.deadline, replies: [] });
     await new Promise<void>((resolve, reject) =>
       this.ch.sendToQueue(this.queue, encode(msg), { persistent: DURABILITY === 'durable' }, (err) =>
         err ? reject(err) : resolve(),

@@ -10,6 +10,7 @@ import {
   type InferRequestMessage,
   type InferResponseMessage,
   PROTOCOL_VERSION,
+  storedEnvelope,
 } from '@ge-mesh/protocol';
 import { BatchStore } from '@ge-mesh/store';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
@@ -49,6 +50,36 @@ export interface RawRequestOptions {
   version?: number;
   /** Travel beside the message, as the gateway sends a large request (InferRequestMessage.stored). */
   stored?: boolean;
+}
+
+/**
+ * An InferRequestMessage of `tiny`'s shape (input x: `rows` samples of
+ * sampleInputs with `seed`), as a gateway would publish it.
+ */
+export function tinyRequest(
+  o: Omit<RawRequestOptions, 'stored'> & { seed: number; replyTo: string; model?: string; clientId?: string },
+): InferRequestMessage {
+  const rows = o.rows ?? 1;
+  const id = randomUUID();
+  const [x] = sampleInputs(demoModel('tiny'), rows, o.seed);
+  if (!x || !(x.data instanceof Float32Array)) throw new Error('tiny takes one FP32 input');
+  const now = Date.now();
+  return {
+    v: (o.version ?? PROTOCOL_VERSION) as typeof PROTOCOL_VERSION,
+    id,
+    model: o.model ?? 'tiny',
+    version: '1',
+    inputs: [{ name: 'x', datatype: 'FP32', shape: x.dims, data: new Uint8Array(x.data.buffer, 0, x.data.byteLength) }],
+    outputs: [],
+    batch: rows,
+    priority: o.priority ?? 0,
+    timeoutUs: o.timeoutUs ?? 0,
+    deadline: now + (o.deadlineMs ?? 60_000),
+    acceptedAt: now,
+    replyTo: o.replyTo,
+    correlationId: id,
+    ...(o.clientId ? { clientId: o.clientId } : {}),
+  };
 }
 
 export interface SentRequest {
@@ -133,33 +164,8 @@ export class RawProducer {
   ): { id: string; body: Buffer; rows: number; seed: number; envelope: Buffer } {
     const rows = o.rows ?? 1;
     const seed = o.seed ?? Math.floor(Math.random() * 1e9);
-    const id = randomUUID();
-    const [x] = sampleInputs(demoModel('tiny'), rows, seed);
-    if (!x || !(x.data instanceof Float32Array)) throw new Error('tiny takes one FP32 input');
-    const now = Date.now();
-    const msg: InferRequestMessage = {
-      v: (o.version ?? PROTOCOL_VERSION) as typeof PROTOCOL_VERSION,
-      id,
-      model,
-      version: '1',
-      inputs: [
-        { name: 'x', datatype: 'FP32', shape: x.dims, data: new Uint8Array(x.data.buffer, 0, x.data.byteLength) },
-      ],
-      outputs: [],
-      batch: rows,
-      priority: o.priority ?? 0,
-      timeoutUs: o.timeoutUs ?? 0,
-      deadline: now + (o.deadlineMs ?? 60_000),
-      acceptedAt: now,
-      replyTo: this.replyQueue,
-      correlationId: id,
-    };
-    const envelope = encode({
-      ...msg,
-      stored: true,
-      inputs: msg.inputs.map((t) => ({ ...t, data: new Uint8Array(0) })),
-    });
-    return { id, body: encode(msg), rows, seed, envelope };
+    const msg = tinyRequest({ ...o, model, rows, seed, replyTo: this.replyQueue });
+    return { id: msg.id, body: encode(msg), rows, seed, envelope: encode(storedEnvelope(msg)) };
   }
 
   /** Resolves once every id has at least one reply, or rejects after `timeoutMs` naming how many are missing. */

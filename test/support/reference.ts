@@ -62,3 +62,26 @@ export function jsonInferBody(inputs: SampleTensor[], extra: Record<string, unkn
     })),
   });
 }
+
+/**
+ * One JSON infer call of a tiny-shaped model through a gateway: asserts a 200
+ * and returns output `y` and whether it matches `tiny` run by `ref` on the
+ * same inputs (within 1e-4 + 1e-3·|ref|).
+ */
+export async function inferTiny(
+  ref: Reference,
+  baseUrl: string,
+  model: string,
+  inputs: SampleTensor[],
+): Promise<{ y: number[]; matches: boolean }> {
+  const res = await fetch(`${baseUrl}/v2/models/${model}/infer`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: jsonInferBody(inputs),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${model}: HTTP ${res.status}: ${text}`);
+  const y = (JSON.parse(text) as { outputs: Array<{ data: number[] }> }).outputs[0]?.data ?? [];
+  const expected = (await ref.run('tiny', inputs)).y?.data ?? new Float32Array();
+  return { y, matches: toleranceRatio(y, expected, 1e-4, 1e-3) <= 1 };
+}

@@ -8,10 +8,12 @@ import {
   encode,
   type InferRequestMessage,
   PROTOCOL_VERSION,
+  storedEnvelope,
 } from '@ge-mesh/protocol';
 import { BufferPool, type Engine, type EngineModelSpec } from '@ge-mesh/runtime';
 import { createEngine } from '../../services/worker/src/engines.js';
 import { executeBatch, STORED_REQUEST_LOST, type StoredRequests } from '../../services/worker/src/execute-batch.js';
+import { tinyRequest } from '../support/batcher-fixtures.js';
 import { DEMO_REPOSITORY } from '../support/mesh-harness.js';
 import { Reference, toleranceRatio } from '../support/reference.js';
 
@@ -50,35 +52,12 @@ describe('a lane runs stored requests', () => {
     await ref.close();
   });
 
-  const request = (id: string, seed: number): InferRequestMessage => {
-    const [x] = sampleInputs(demoModel('tiny'), 1, seed);
-    assert.ok(x);
-    return {
-      v: PROTOCOL_VERSION,
-      id,
-      model: 'tiny',
-      version: '1',
-      inputs: [{ name: 'x', datatype: 'FP32', shape: x.dims, data: new Uint8Array(x.data.buffer) }],
-      outputs: [],
-      batch: 1,
-      priority: 0,
-      timeoutUs: 0,
-      deadline: Date.now() + 60_000,
-      acceptedAt: Date.now(),
-      replyTo: 'replies',
-      correlationId: id,
-    };
-  };
-  const envelope = (r: InferRequestMessage): InferRequestMessage => ({
-    ...r,
-    stored: true,
-    inputs: r.inputs.map((t) => ({ ...t, data: new Uint8Array(0) })),
-  });
-
   it('answers inline and stored members with the model outputs, and a lost one with UNAVAILABLE', async () => {
-    const inline = request('inline', 1);
-    const stored = request('stored', 2);
-    const lost = request('lost', 3);
+    const [inline, stored, lost] = [1, 2, 3].map((seed) => tinyRequest({ seed, replyTo: 'replies' })) as [
+      InferRequestMessage,
+      InferRequestMessage,
+      InferRequestMessage,
+    ];
     const batch: BatchMessage = {
       v: PROTOCOL_VERSION,
       batchId: 'b1',
@@ -87,24 +66,24 @@ describe('a lane runs stored requests', () => {
       tier: 4,
       rows: 3,
       members: [
-        { id: 'inline', rows: 1, body: encode(inline) },
-        { id: 'stored', rows: 1, body: encode(envelope(stored)), stored: true },
-        { id: 'lost', rows: 1, body: encode(envelope(lost)), stored: true },
+        { id: inline.id, rows: 1, body: encode(inline) },
+        { id: stored.id, rows: 1, body: encode(storedEnvelope(stored)), stored: true },
+        { id: lost.id, rows: 1, body: encode(storedEnvelope(lost)), stored: true },
       ],
       formedAt: Date.now(),
     };
     const bodies: StoredRequests = new Map([
-      ['stored', encode(stored)],
-      ['lost', null],
+      [stored.id, encode(stored)],
+      [lost.id, null],
     ]);
     const groups = await executeBatch(spec, engine, new BufferPool(), encode(batch), Date.now(), undefined, bodies);
     assert.equal(groups.length, 1);
     const answers = new Map(decodeResponses(groups[0]?.body ?? new Uint8Array()).map((r) => [r.id, r]));
-    assert.deepEqual([...answers.keys()].sort(), ['inline', 'lost', 'stored']);
-    assert.deepEqual(answers.get('lost')?.error, { code: 'UNAVAILABLE', message: STORED_REQUEST_LOST });
+    assert.deepEqual([...answers.keys()].sort(), [inline.id, lost.id, stored.id].sort());
+    assert.deepEqual(answers.get(lost.id)?.error, { code: 'UNAVAILABLE', message: STORED_REQUEST_LOST });
     for (const [id, seed] of [
-      ['inline', 1],
-      ['stored', 2],
+      [inline.id, 1],
+      [stored.id, 2],
     ] as const) {
       const y = answers.get(id)?.outputs?.find((o) => o.name === 'y');
       assert.ok(y, `${id}: no output y`);

@@ -58,6 +58,13 @@ export interface BatchMember {
   stored?: true;
 }
 
+const NO_BYTES = new Uint8Array(0);
+
+/** What travels through the broker for a stored request (see InferRequestMessage.stored): the request without its tensor bytes. */
+export function storedEnvelope(msg: InferRequestMessage): InferRequestMessage {
+  return { ...msg, stored: true, inputs: msg.inputs.map((t) => ({ ...t, data: NO_BYTES })) };
+}
+
 /** batcher → worker. */
 export interface BatchMessage {
   v: typeof PROTOCOL_VERSION;

@@ -7,6 +7,7 @@ import {
   type InferResponseMessage,
   MeshError,
   PROTOCOL_VERSION,
+  storedEnvelope,
   TRITON_MESSAGES,
   tensorBytes,
 } from '@ge-mesh/protocol';
@@ -41,8 +42,6 @@ export interface LargeRequests {
   /** Tensor bytes from which a request is stored; smaller ones travel whole. */
   readonly minBytes: number;
 }
-
-const NO_BYTES = new Uint8Array(0);
 
 /** When and how a dispatched request ends early. */
 export interface DispatchOptions {
@@ -180,7 +179,7 @@ export class Dispatch {
     } catch {
       return body;
     }
-    return encode({ ...msg, stored: true, inputs: msg.inputs.map((t) => ({ ...t, data: NO_BYTES })) });
+    return encode(storedEnvelope(msg));
   }
 }
 
