@@ -114,25 +114,57 @@ describe('model control: poll', { timeout: 180_000 }, () => {
     });
   });
 
-  it('loads a model added to the folder, applies a changed config, unloads a removed model', async () => {
+  /** Requests to `model` one after another until stopped: every status and answer kept. */
+  function steadyLoad(model: string) {
+    const results: Array<{ status: number; ratio: number; text: string }> = [];
+    let stopped = false;
+    const running = (async () => {
+      for (let seed = 0; !stopped; seed++) {
+        results.push(await c.infer(model, 10_000 + seed));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    return {
+      results,
+      async stop() {
+        stopped = true;
+        await running;
+        return results;
+      },
+    };
+  }
+  const failures = (rs: Array<{ status: number; ratio: number; text: string }>) =>
+    rs.filter((r) => r.status !== 200 || !(r.ratio <= 1)).map((r) => `${r.status} ${r.text.slice(0, 120)}`);
+
+  it('loads a model added to the folder, applies a changed config, unloads a removed model; no request to a model that stays fails', async () => {
     await eventually(async () => (await c.states()).a === 'READY', 'a ready');
-    const writeConfig = (tiers: number[]) => writeTinyVariant(repo.dir, 'added', tiersConfig(tiers));
-    await writeConfig([1, 2, 4, 8]);
-    await eventually(async () => (await c.states()).added === 'READY', 'the added model ready');
+    // Steady load on the model that stays, across every change below.
+    const onA = steadyLoad('a');
+    await writeTinyVariant(repo.dir, 'added', TIERS_1248);
+    // Poll period 1 s: each change is expected within a few periods (load and warmup included).
+    await eventually(async () => (await c.states()).added === 'READY', 'the added model ready', 15_000);
     const first = await c.infer('added', 4);
     assert.equal(first.status, 200, first.text);
     assert.ok(first.ratio <= 1, String(first.ratio));
 
-    await writeConfig([1, 2]);
+    // Changed preferred sizes (tiers) and delay, under steady load on the changed model too: its
+    // workers warm the new config beside the old one, so no request of either kind fails.
+    const onAdded = steadyLoad('added');
+    await writeTinyVariant(
+      repo.dir,
+      'added',
+      'max_batch_size: 2\ndynamic_batching { preferred_batch_size: [ 1, 2 ] max_queue_delay_microseconds: 3000 }',
+    );
     const changed = () =>
       mesh.lines.findIndex(
         (l) =>
           l.startsWith('[batcher]') &&
           l.includes('"msg":"model config changed: batching with the new one"') &&
           l.includes('"model":"added"') &&
-          l.includes('"tiers":[1,2]'),
+          l.includes('"tiers":[1,2]') &&
+          l.includes('"delayUs":3000'),
       );
-    await eventually(async () => changed() >= 0, 'the batcher on the changed config');
+    await eventually(async () => changed() >= 0, 'the batcher on the changed config', 15_000);
     const served = mesh.lines.findIndex(
       (l) =>
         l.startsWith('[worker') &&
@@ -141,14 +173,23 @@ describe('model control: poll', { timeout: 180_000 }, () => {
         l.includes('"tiers":[1,2]'),
     );
     assert.ok(served >= 0 && changed() > served, `worker serving at ${served}, batcher switched at ${changed()}`);
-    const second = await c.infer('added', 5);
-    assert.equal(second.status, 200, second.text);
-    assert.ok(second.ratio <= 1, String(second.ratio));
+    // A few requests on the new config before the load stops.
+    const switchedAt = onAdded.results.length;
+    await eventually(async () => onAdded.results.length >= switchedAt + 5, 'requests on the new config');
+    const added = await onAdded.stop();
+    assert.deepEqual(failures(added), [], `requests to 'added' across its change (${added.length} sent)`);
 
     await rm(join(repo.dir, 'gone'), { recursive: true, force: true });
-    await eventually(async () => (await c.states()).gone === 'UNAVAILABLE: unloaded', 'the removed model unloaded');
+    await eventually(
+      async () => (await c.states()).gone === 'UNAVAILABLE: unloaded',
+      'the removed model unloaded',
+      15_000,
+    );
     assert.notEqual((await c.infer('gone', 6)).status, 200);
     assert.equal((await c.call('GET', '/v2/health/ready')).status, 200);
+    const a = await onA.stop();
+    assert.ok(a.length >= 20, `only ${a.length} requests to 'a'`);
+    assert.deepEqual(failures(a), [], `requests to 'a' across the changes (${a.length} sent)`);
   });
 });
 

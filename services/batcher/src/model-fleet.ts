@@ -139,7 +139,13 @@ export class ModelFleet {
       await batcher.start();
       this.deps.onStarted?.(model);
       log.info(
-        { model: name, generation, tiers: model.config.tiers, replaced: current !== undefined },
+        {
+          model: name,
+          generation,
+          tiers: model.config.tiers,
+          delayUs: model.config.dynamicBatching?.maxQueueDelayMicroseconds ?? 0,
+          replaced: current !== undefined,
+        },
         current ? 'model config changed: batching with the new one' : 'batching model',
       );
     }
