@@ -125,9 +125,7 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
     (void)TakeGeError();
     (void)TakeGeWarnings();
     (void)TakeAclError();
-    // The Session constructor cannot fail; a broken session fails from its first AddGraph.
-    m->session_ = std::make_unique<ge::Session>(ToGe(session_options));
-    m->AddWarnings(TakeGeWarnings());
+    m->OpenSession(c, session_options);
     for (uint32_t s = 0; s < c.stream_count; ++s) {
       m->streams_.push_back(std::make_unique<Stream>());
       const aclError e = aclrtCreateStream(&m->streams_.back()->handle);
@@ -147,6 +145,27 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
   return m;
 }
 
+void Model::OpenSession(const gemesh_model_config &c, const Options &session_options) {
+  const std::string share = c.share_key != nullptr ? c.share_key : "";
+  std::string key;
+  if (!share.empty()) {
+    // The same session only for the same model bytes (the caller's key), file, device and session options.
+    key = share + '\n' + std::to_string(c.device_id) + '\n' + path_;
+    for (const auto &[k, v] : session_options) key += '\n' + k + '=' + v;
+    shared_ = Runtime::Get().FindSession(key);
+  }
+  if (!shared_) {
+    shared_ = std::make_shared<SharedSession>();
+    shared_->device = c.device_id;
+    // The Session constructor cannot fail; a broken session fails from its first AddGraph.
+    shared_->session = std::make_unique<ge::Session>(ToGe(session_options));
+    shared_->warnings = TakeGeWarnings();
+    if (!share.empty()) Runtime::Get().ShareSession(key, shared_);
+  }
+  session_ = shared_->session.get();
+  AddWarnings(shared_->warnings);
+}
+
 void Model::LoadTier(uint32_t t, const gemesh_model_config &c, const Options &graph_options) {
   Tier &tier = tiers_[t];
   std::string input_shape;
@@ -155,14 +174,21 @@ void Model::LoadTier(uint32_t t, const gemesh_model_config &c, const Options &gr
     input_shape += in.name + ':';
     for (size_t d = 0; d < in.dims.size(); ++d) input_shape += (d ? "," : "") + std::to_string(in.dims[d]);
   }
-  // One parse per tier; every stream gets its own copy of the graph (AddGraph would share it).
-  ge::Graph graph(("gemesh_tier" + std::to_string(t)).c_str());
-  const std::map<ge::AscendString, ge::AscendString> parser_params = {
-      {ge::AscendString("input_shape"), ge::AscendString(input_shape.c_str())}};
-  const ge::graphStatus parsed = ge::aclgrphParseONNX(path_.c_str(), parser_params, graph);
-  if (parsed != ge::GRAPH_SUCCESS) {
-    ThrowGe(GEMESH_ERR_PARSE, "aclgrphParseONNX of '" + path_ + "' with input_shape \"" + input_shape + "\" failed", parsed);
+  // One parse per tier and session; every stream of every load gets its own copy of the graph
+  // (AddGraph would share it).
+  std::shared_ptr<ge::Graph> &cached = shared_->parsed[input_shape];
+  if (!cached) {
+    auto fresh = std::make_shared<ge::Graph>(("gemesh_tier" + std::to_string(t)).c_str());
+    const std::map<ge::AscendString, ge::AscendString> parser_params = {
+        {ge::AscendString("input_shape"), ge::AscendString(input_shape.c_str())}};
+    const ge::graphStatus parsed = ge::aclgrphParseONNX(path_.c_str(), parser_params, *fresh);
+    if (parsed != ge::GRAPH_SUCCESS) {
+      shared_->parsed.erase(input_shape);
+      ThrowGe(GEMESH_ERR_PARSE, "aclgrphParseONNX of '" + path_ + "' with input_shape \"" + input_shape + "\" failed", parsed);
+    }
+    cached = std::move(fresh);
   }
+  const ge::Graph &graph = *cached;
   if (t == 0) ResolveInputOrder(graph);
 
   const auto graph_ge_options = ToGe(graph_options);
@@ -470,13 +496,15 @@ void Model::Release(std::string *failures) {
   for (Slot &slot : slots_) {
     slot.out_tensors.clear();
     slot.in_tensors.clear();
-    if (slot.added && session_) {
+    if (slot.added && session_ != nullptr) {
       const ge::Status st = session_->RemoveGraph(slot.graph_id);
       if (st != ge::SUCCESS) note("RemoveGraph(" + std::to_string(slot.graph_id) + ")", st);
       slot.added = false;
     }
   }
-  session_.reset();
+  // The last load holding a shared session deletes it (and with it the weights).
+  session_ = nullptr;
+  shared_.reset();
   for (auto &s : streams_) {
     if (s->handle == nullptr) continue;
     const aclError e = aclrtDestroyStream(s->handle);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { batchTiers, finalizeGe, GeModel, initGe } from '@ge-mesh/ge-bridge';
 import { parseGeParameters, parseGlobalGeOptions } from '@ge-mesh/model-repository';
@@ -12,10 +13,12 @@ export { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
 /**
  * The `ge` runtime: CANN Graph Engine through the native bridge. Each lane
- * loads its own copy of the model on its device with one stream and one GE
- * session (as the GE backend does per stream in dynamic mode), one static
- * graph per tier, and calls the bridge synchronously on its own
- * worker_thread. Output buffers are allocated once per tier.
+ * loads the model on its device with one stream and one static graph per
+ * tier, and calls the bridge synchronously on its own worker_thread. The
+ * lanes of a model version on a device share one GE session (as the GE
+ * backend's static mode shares one per card), so its weights sit in device
+ * memory once per device; graphs, stream and I/O buffers are the lane's own.
+ * Output buffers are allocated once per tier.
  */
 export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
   // Checked once when the config loaded; a spec built by hand (tools, tests) is checked here.
@@ -31,7 +34,10 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
       );
     }
   }
-  const io = readModelIO(new Uint8Array(await readFile(spec.modelPath)));
+  const bytes = new Uint8Array(await readFile(spec.modelPath));
+  const io = readModelIO(bytes);
+  // Lanes share a session only for the same bytes: a file replaced under the same version gets its own.
+  const shareKey = `${spec.name}/${spec.version}/sha256:${createHash('sha256').update(bytes).digest('hex')}`;
   // GE reports outputs in the ONNX graph's order, without names.
   const outputOrder = io.outputs.map((o) => o.name);
   const tierDims = spec.batched
@@ -52,6 +58,7 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
       tiers: tierDims,
       sessionOptions: params.sessionOptions,
       graphOptions: params.graphOptions,
+      shareKey,
     });
   } catch (err) {
     finalizeGe();
@@ -67,6 +74,7 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
     lane: spec.stream,
     tiers: spec.tiers,
     precision: model.precision,
+    sessionLoads: model.sessionLoads,
   });
   const loadWarnings = [...warnings, ...model.warnings];
   const tierIndex = new Map(spec.tiers.map((t, i) => [t, i]));

@@ -20,6 +20,8 @@ export function logGeLoad(fields: {
   lane: number;
   tiers: readonly number[];
   precision: GePrecision;
+  /** Lanes sharing the device's GE session (and its weights) once this one joined. */
+  sessionLoads: number;
 }): void {
   log ??= createLogger('worker');
   const { precision, ...rest } = fields;
