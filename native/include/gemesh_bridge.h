@@ -10,7 +10,7 @@
  *             on that stream. Device input/output buffers are allocated once per
  *             (stream, tier) at load; a run allocates nothing.
  *   sharing:  loads given the same share_key on one device (with the same model
- *             file and session options) share one GE session, so the weights
+ *             file, session and graph options) share one GE session, so the weights
  *             sit in device memory once per device; each load keeps its own
  *             graph ids, streams and buffers, and is destroyed on its own. The
  *             session goes with the last of them. This is how the lanes of a
@@ -110,7 +110,7 @@ typedef struct gemesh_model_config {
   const gemesh_option *graph_options;   /* AddGraph options, the same for every graph of the model */
   size_t graph_option_count;
   const char *share_key;                /* NULL or "": a session of its own. Otherwise loads with the same
-                                           key, device, model_path and session options share one GE
+                                           key, device, model_path, session and graph options share one GE
                                            session (weights once per device); put the model's version
                                            and a digest of its bytes in the key */
 } gemesh_model_config;

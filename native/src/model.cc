@@ -125,7 +125,7 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
     (void)TakeGeError();
     (void)TakeGeWarnings();
     (void)TakeAclError();
-    m->OpenSession(c, session_options);
+    m->OpenSession(c, session_options, graph_options);
     for (uint32_t s = 0; s < c.stream_count; ++s) {
       m->streams_.push_back(std::make_unique<Stream>());
       const aclError e = aclrtCreateStream(&m->streams_.back()->handle);
@@ -145,13 +145,15 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
   return m;
 }
 
-void Model::OpenSession(const gemesh_model_config &c, const Options &session_options) {
+void Model::OpenSession(const gemesh_model_config &c, const Options &session_options, const Options &graph_options) {
   const std::string share = c.share_key != nullptr ? c.share_key : "";
   std::string key;
   if (!share.empty()) {
-    // The same session only for the same model bytes (the caller's key), file, device and session options.
+    // The same session only for the same model bytes (the caller's key), file, device and options: graphs
+    // compiled with other graph options (say, a precision) could turn the same constant into other weights.
     key = share + '\n' + std::to_string(c.device_id) + '\n' + path_;
-    for (const auto &[k, v] : session_options) key += '\n' + k + '=' + v;
+    for (const auto &[k, v] : session_options) key += "\ns:" + k + '=' + v;
+    for (const auto &[k, v] : graph_options) key += "\ng:" + k + '=' + v;
     shared_ = Runtime::Get().FindSession(key);
   }
   if (!shared_) {

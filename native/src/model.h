@@ -73,7 +73,7 @@ class Model {
   Model() = default;
   void AddWarnings(const std::string &text);
   /// Joins the session shared under config.share_key, or creates one (shared when the key is set).
-  void OpenSession(const gemesh_model_config &config, const Options &session_options);
+  void OpenSession(const gemesh_model_config &config, const Options &session_options, const Options &graph_options);
   void LoadTier(uint32_t tier, const gemesh_model_config &config, const Options &graph_options);
   void ResolveInputOrder(const ge::Graph &graph);
   /// Maps configured input c to the one Data node d with fits(c, d); throws naming the inputs that have none or several.

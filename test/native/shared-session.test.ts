@@ -37,7 +37,11 @@ describe('lanes sharing one GE session per device', { skip: skipNative }, () => 
     tmp.cleanup();
   });
 
-  const lane = (shareKey?: string, sessionOptions: Record<string, string> = FP32) =>
+  const lane = (
+    shareKey?: string,
+    sessionOptions: Record<string, string> = FP32,
+    graphOptions?: Record<string, string>,
+  ) =>
     GeModel.load({
       modelPath: path,
       deviceId: 0,
@@ -45,6 +49,7 @@ describe('lanes sharing one GE session per device', { skip: skipNative }, () => 
       inputs: [{ name: 'x', dataType: 'FP32' }],
       tiers: batchTiers([[IN]], TIERS),
       sessionOptions,
+      ...(graphOptions ? { graphOptions } : {}),
       ...(shareKey ? { shareKey } : {}),
     });
   const used = () => {
@@ -101,18 +106,19 @@ describe('lanes sharing one GE session per device', { skip: skipNative }, () => 
     assert.equal(used(), base);
   });
 
-  test('another key, or other session options, get a session of their own', () => {
+  test('another key, or other session or graph options, get a session of their own', () => {
     const a = lane('wide/1/digest-a');
     const b = lane('wide/1/digest-b');
     const c = lane('wide/1/digest-a', { 'ge.exec.precision_mode_v2': 'fp16' });
-    const d = lane('wide/1/digest-a');
+    const d = lane('wide/1/digest-a', FP32, { 'ge.deterministic': '1' });
+    const e = lane('wide/1/digest-a');
     try {
       assert.deepEqual(
-        [a, b, c, d].map((m) => m.sessionLoads),
-        [2, 1, 1, 2],
+        [a, b, c, d, e].map((m) => m.sessionLoads),
+        [2, 1, 1, 1, 2],
       );
     } finally {
-      for (const m of [a, b, c, d]) m.destroy();
+      for (const m of [a, b, c, d, e]) m.destroy();
     }
   });
 

@@ -30,7 +30,7 @@ export interface GeModelConfig {
   readonly sessionOptions?: GeOptions;
   readonly graphOptions?: GeOptions;
   /**
-   * Loads in this process with the same key, device, model file and session options share one GE
+   * Loads in this process with the same key, device, model file, session and graph options share one GE
    * session, so the weights sit in device memory once per device; each load keeps its own graphs,
    * streams and buffers. Include the model's version and a digest of its bytes. Unset: a session of
    * its own.
