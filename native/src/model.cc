@@ -1,6 +1,9 @@
 #include "model.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "errors.h"
@@ -72,6 +75,41 @@ void *DeviceAlloc(uint64_t bytes, const std::string &what) {
   return ptr;
 }
 
+constexpr const char *kCacheDir = "ge.graph_compiler_cache_dir";
+constexpr const char *kGraphKey = "ge.graph_key";
+
+// FNV-1a, 64 bit, as 16 hex digits: a stable name for a cache key.
+class Fnv {
+ public:
+  void Add(const char *data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ static_cast<uint8_t>(data[i])) * 1099511628211ULL;
+  }
+  void Add(const std::string &s) {
+    const uint64_t n = s.size();
+    Add(reinterpret_cast<const char *>(&n), sizeof n);
+    Add(s.data(), s.size());
+  }
+  std::string Hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  uint64_t h_{14695981039346656037ULL};
+};
+
+std::string FileDigest(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Invalid("cannot read the model file '" + path + "' to key its compile cache entries");
+  Fnv f;
+  std::vector<char> buf(1 << 20);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    f.Add(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  return f.Hex();
+}
+
 }  // namespace
 
 std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &global_options) {
@@ -126,6 +164,7 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
     (void)TakeGeWarnings();
     (void)TakeAclError();
     m->OpenSession(c, session_options, graph_options);
+    m->PrepareCompileCache(global_options, session_options, graph_options);
     for (uint32_t s = 0; s < c.stream_count; ++s) {
       m->streams_.push_back(std::make_unique<Stream>());
       const aclError e = aclrtCreateStream(&m->streams_.back()->handle);
@@ -143,6 +182,31 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
     throw;
   }
   return m;
+}
+
+void Model::PrepareCompileCache(const Options &global, const Options &session, const Options &graph) {
+  const auto in_session = session.find(kCacheDir);
+  const auto in_global = global.find(kCacheDir);
+  const std::string dir = in_session != session.end() ? in_session->second
+                          : in_global != global.end() ? in_global->second
+                                                      : "";
+  if (dir.empty()) return;
+  if (graph.count(kGraphKey) != 0) {
+    Invalid(std::string(kGraphKey) + " is set by the bridge, one key per tier, when " + kCacheDir +
+            " is set; remove it from the graph options");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    Invalid(std::string(kCacheDir) + " '" + dir + "' is not a directory; GE needs it to exist (create it first)");
+  }
+  // GE names a cache entry after the key alone and loads it as it is, so the key covers everything
+  // the compiled graph depends on: the model's bytes here, the tier's shapes and every option per tier.
+  if (shared_->file_digest.empty()) shared_->file_digest = FileDigest(path_);
+  cache_model_digest_ = shared_->file_digest;
+  for (const Options *options : {&global, &session, &graph}) {
+    for (const auto &[k, v] : *options) cache_options_ += k + '=' + v + '\n';
+    cache_options_ += "--\n";
+  }
 }
 
 void Model::OpenSession(const gemesh_model_config &c, const Options &session_options, const Options &graph_options) {
@@ -193,7 +257,14 @@ void Model::LoadTier(uint32_t t, const gemesh_model_config &c, const Options &gr
   const ge::Graph &graph = *cached;
   if (t == 0) ResolveInputOrder(graph);
 
-  const auto graph_ge_options = ToGe(graph_options);
+  Options tier_graph_options = graph_options;
+  if (!cache_model_digest_.empty()) {
+    Fnv key;
+    key.Add(input_shape);
+    key.Add(cache_options_);
+    tier_graph_options[kGraphKey] = "gemesh_" + cache_model_digest_ + "_" + key.Hex();
+  }
+  const auto graph_ge_options = ToGe(tier_graph_options);
   for (uint32_t s = 0; s < c.stream_count; ++s) {
     Slot &slot = slots_[s * c.tier_count + t];
     const std::string where = "graph " + std::to_string(slot.graph_id) + " (tier " + std::to_string(t) + ", stream " +

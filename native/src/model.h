@@ -72,6 +72,8 @@ class Model {
 
   Model() = default;
   void AddWarnings(const std::string &text);
+  /// With ge.graph_compiler_cache_dir set: checks it and prepares the per-tier ge.graph_key.
+  void PrepareCompileCache(const Options &global, const Options &session, const Options &graph);
   /// Joins the session shared under config.share_key, or creates one (shared when the key is set).
   void OpenSession(const gemesh_model_config &config, const Options &session_options, const Options &graph_options);
   void LoadTier(uint32_t tier, const gemesh_model_config &config, const Options &graph_options);
@@ -96,6 +98,8 @@ class Model {
   std::vector<size_t> graph_input_of_;
   std::string warnings_;
   std::string precision_;
+  std::string cache_model_digest_;  // non-empty: the compile cache is on
+  std::string cache_options_;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -22,6 +22,8 @@ struct SharedSession {
   std::string warnings;
   /// Graphs parsed per input_shape, so a joining load skips the parse (each load adds its own copy).
   std::map<std::string, std::shared_ptr<ge::Graph>> parsed;
+  /// Digest of the model file for the compile cache's keys, once per session ("" until needed).
+  std::string file_digest;
 };
 
 }  // namespace gemesh

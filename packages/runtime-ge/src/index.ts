@@ -5,10 +5,12 @@ import { parseGeParameters, parseGlobalGeOptions } from '@ge-mesh/model-reposito
 import { readModelIO } from '@ge-mesh/onnx';
 import { MeshError } from '@ge-mesh/protocol';
 import type { Engine, EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
+import { withCompileCache } from './compile-cache.js';
 import { logGeLoad } from './load-log.js';
 import { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
 export { readDeviceMemory } from './device-memory.js';
+
 export { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
 /**
@@ -56,7 +58,7 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
       streams: 1,
       inputs: spec.inputs.map((i) => ({ name: i.name, dataType: i.dataType })),
       tiers: tierDims,
-      sessionOptions: params.sessionOptions,
+      sessionOptions: await withCompileCache(params.sessionOptions, globalOptions, spec.runtimeOptions?.geCompileCache),
       graphOptions: params.graphOptions,
       shareKey,
     });

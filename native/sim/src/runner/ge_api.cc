@@ -18,6 +18,7 @@
 #include "common/sim_errors.h"
 #include "common/sim_runtime.h"
 #include "ge/ge_api.h"
+#include "runner/compile_cache.h"
 #include "runner/compiled_model.h"
 #include "runner/core_pool.h"
 #include "runner/latency.h"
@@ -358,7 +359,21 @@ Status Session::CompileGraph(uint32_t graph_id) {
   }();
   try {
     const CubePrecision precision = PrecisionOf({&g->options, &s->options, &global});
-    g->compiled = CompiledModel::Compile(*g->ir, precision);
+    auto compiled = CompiledModel::Compile(*g->ir, precision);
+    // GE's compiled-graph cache: a hit loads the compiled graph instead of compiling. The simulator
+    // compiles anyway (it is quick) and models GE's compile time, which a hit saves.
+    const std::string cache_dir = Lookup({&s->options, &global}, "ge.graph_compiler_cache_dir", "");
+    const std::string key = Lookup({&g->options}, "ge.graph_key", "");
+    const bool cached = !cache_dir.empty() && !key.empty();
+    const uint64_t digest = cached ? GraphDigest(*g->ir, precision) : 0;
+    if (!cached || !CacheLookup(cache_dir, key, digest)) {
+      const double compile_ms = std::strtod(
+          Lookup({&g->options, &s->options, &global}, "gemesh.sim.compile_ms", EnvString("GEMESH_SIM_COMPILE_MS", "0")).c_str(),
+          nullptr);
+      if (compile_ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(compile_ms * 1000.0)));
+      if (cached) CacheStore(cache_dir, key, digest);
+    }
+    g->compiled = std::move(compiled);
     g->half = precision.in != FloatFormat::kFp32;
     g->summary = CompiledGraphSummary::Builder::Build(*g->compiled);
   } catch (const SimError &e) {

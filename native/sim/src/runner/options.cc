@@ -111,6 +111,8 @@ const std::map<std::string, KnownOption> &Known() {
     // Simulator settings; a real GE only warns about them.
     m["gemesh.sim.timing"] = {kG | kS | kGr, bool01};
     m["gemesh.sim.latency_us"] = {kG | kS | kGr, Latency()};
+    m["gemesh.sim.compile_ms"] = {kG | kS | kGr, Matches(R"(\d+(\.\d+)?)", "a non-negative number of milliseconds")};
+    m["ge.graph_compiler_cache_dir"] = {kG | kS, nullptr};
     // Known keys whose values the simulator accepts as they are.
     for (const char *k : {"ge.exec.enableDump", "ge.exec.dumpPath", "ge.exec.dumpMode", "ge.exec.dumpData",
                           "ge.exec.dumpStep", "ge.exec.dumpLayer", "ge.exec.enableDumpDebug", "ge.exec.dumpDebugMode",
@@ -123,7 +125,7 @@ const std::map<std::string, KnownOption> &Known() {
       m[k] = {kG | kS | kGr, nullptr};
     }
     for (const char *k : {"ge.exec.op_precision_mode", "ge.exec.enable_exception_dump"}) m[k] = {kG, nullptr};
-    for (const char *k : {"ge.exec.atomicCleanPolicy", "ge.graph_compiler_cache_dir"}) m[k] = {kS, nullptr};
+    for (const char *k : {"ge.exec.atomicCleanPolicy"}) m[k] = {kS, nullptr};
     for (const char *k : {"ge.autoMultistreamParallelMode", "ge.inputShape", "ge.dynamicDims", "ge.dynamicNodeType"}) {
       m[k] = {kS | kGr, nullptr};
     }
