@@ -9,6 +9,12 @@
  *             every (tier, stream) adds, compiles and loads its own GE graph id
  *             on that stream. Device input/output buffers are allocated once per
  *             (stream, tier) at load; a run allocates nothing.
+ *   sharing:  loads given the same share_key on one device (with the same model
+ *             file, session and graph options) share one GE session, so the weights
+ *             sit in device memory once per device; each load keeps its own
+ *             graph ids, streams and buffers, and is destroyed on its own. The
+ *             session goes with the last of them. This is how the lanes of a
+ *             worker (one load each, on their own threads) share a device.
  *   run:      gemesh_model_run copies host inputs to the (stream, tier) device
  *             buffers, executes the graph on the stream, synchronises and copies
  *             the outputs back: synchronous from the caller's view.
@@ -44,7 +50,7 @@ extern "C" {
 #define GEMESH_API __attribute__((visibility("default")))
 
 /* Bumped on any incompatible change of this header; bindings check it at load. */
-#define GEMESH_BRIDGE_API_VERSION 2u
+#define GEMESH_BRIDGE_API_VERSION 3u
 
 /* GE's dim limit (gert::Shape::kMaxDimNum). */
 #define GEMESH_MAX_RANK 25u
@@ -103,6 +109,10 @@ typedef struct gemesh_model_config {
   size_t session_option_count;
   const gemesh_option *graph_options;   /* AddGraph options, the same for every graph of the model */
   size_t graph_option_count;
+  const char *share_key;                /* NULL or "": a session of its own. Otherwise loads with the same
+                                           key, device, model_path, session and graph options share one GE
+                                           session (weights once per device); put the model's version
+                                           and a digest of its bytes in the key */
 } gemesh_model_config;
 
 /* Shape, type and size of one tensor of one tier. */
@@ -147,7 +157,8 @@ GEMESH_API gemesh_status gemesh_device_count(uint32_t *count);
 /* Free and total HBM of a device (aclrtGetMemInfo). Needs gemesh_init. Any thread. */
 GEMESH_API gemesh_status gemesh_device_memory(int32_t device_id, uint64_t *free_bytes, uint64_t *total_bytes);
 
-/* Loads a model: creates its GE session, streams, graphs and device buffers.
+/* Loads a model: creates (or, with a share_key, joins) its GE session, and its
+ * streams, graphs and device buffers.
  * On success *model_out receives a handle (never 0) owned by the caller until
  * gemesh_model_destroy. On failure nothing stays allocated. Slow (parses and
  * compiles tier_count × stream_count graphs); serialised process-wide. */
@@ -162,6 +173,10 @@ GEMESH_API const char *gemesh_model_warnings(uint32_t model);
  * global), or default for the bridge's ge.exec.precision_mode_v2=fp16; "" for
  * an unknown model. Thread-local copy. */
 GEMESH_API const char *gemesh_model_precision(uint32_t model);
+
+/* How many loaded models (this one included) share this model's GE session: 1 when
+ * it has its own. Any thread. */
+GEMESH_API gemesh_status gemesh_model_session_loads(uint32_t model, uint32_t *loads);
 
 /* Sizes of a loaded model. Any thread; any pointer may be NULL. */
 GEMESH_API gemesh_status gemesh_model_counts(uint32_t model, uint32_t *tier_count, uint32_t *stream_count,
@@ -185,7 +200,7 @@ GEMESH_API gemesh_status gemesh_model_run(uint32_t model, uint32_t stream, uint3
                                           const size_t *output_sizes, uint32_t output_count);
 
 /* Waits for the model's runs in flight, then removes its graphs, deletes its
- * session, destroys its streams and frees its buffers; the handle becomes
+ * session (the last load sharing it does), destroys its streams and frees its buffers; the handle becomes
  * invalid. New runs on the model fail with GEMESH_ERR_STATE from the moment
  * this is called. */
 GEMESH_API gemesh_status gemesh_model_destroy(uint32_t model);

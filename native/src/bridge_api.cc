@@ -126,6 +126,14 @@ const char *gemesh_model_precision(uint32_t model) {
   return s == GEMESH_OK ? ThreadLocalCopy(text) : ThreadLocalCopy("");
 }
 
+gemesh_status gemesh_model_session_loads(uint32_t model, uint32_t *loads) {
+  return Guard([&] {
+    RequireOut(loads, "loads");
+    std::lock_guard<std::mutex> lock(Runtime::Get().lifecycle());  // loads join and leave under it
+    *loads = Runtime::Get().Find(model)->session_loads();
+  });
+}
+
 gemesh_status gemesh_model_counts(uint32_t model, uint32_t *tier_count, uint32_t *stream_count, uint32_t *input_count,
                                   uint32_t *output_count) {
   return Guard([&] {

@@ -1,6 +1,9 @@
 #include "model.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "errors.h"
@@ -72,6 +75,41 @@ void *DeviceAlloc(uint64_t bytes, const std::string &what) {
   return ptr;
 }
 
+constexpr const char *kCacheDir = "ge.graph_compiler_cache_dir";
+constexpr const char *kGraphKey = "ge.graph_key";
+
+// FNV-1a, 64 bit, as 16 hex digits: a stable name for a cache key.
+class Fnv {
+ public:
+  void Add(const char *data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ static_cast<uint8_t>(data[i])) * 1099511628211ULL;
+  }
+  void Add(const std::string &s) {
+    const uint64_t n = s.size();
+    Add(reinterpret_cast<const char *>(&n), sizeof n);
+    Add(s.data(), s.size());
+  }
+  std::string Hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  uint64_t h_{14695981039346656037ULL};
+};
+
+std::string FileDigest(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Invalid("cannot read the model file '" + path + "' to key its compile cache entries");
+  Fnv f;
+  std::vector<char> buf(1 << 20);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    f.Add(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  return f.Hex();
+}
+
 }  // namespace
 
 std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &global_options) {
@@ -125,9 +163,8 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
     (void)TakeGeError();
     (void)TakeGeWarnings();
     (void)TakeAclError();
-    // The Session constructor cannot fail; a broken session fails from its first AddGraph.
-    m->session_ = std::make_unique<ge::Session>(ToGe(session_options));
-    m->AddWarnings(TakeGeWarnings());
+    m->OpenSession(c, session_options, graph_options);
+    m->PrepareCompileCache(global_options, session_options, graph_options);
     for (uint32_t s = 0; s < c.stream_count; ++s) {
       m->streams_.push_back(std::make_unique<Stream>());
       const aclError e = aclrtCreateStream(&m->streams_.back()->handle);
@@ -147,6 +184,54 @@ std::shared_ptr<Model> Model::Load(const gemesh_model_config &c, const Options &
   return m;
 }
 
+void Model::PrepareCompileCache(const Options &global, const Options &session, const Options &graph) {
+  const auto in_session = session.find(kCacheDir);
+  const auto in_global = global.find(kCacheDir);
+  const std::string dir = in_session != session.end() ? in_session->second
+                          : in_global != global.end() ? in_global->second
+                                                      : "";
+  if (dir.empty()) return;
+  if (graph.count(kGraphKey) != 0) {
+    Invalid(std::string(kGraphKey) + " is set by the bridge, one key per tier, when " + kCacheDir +
+            " is set; remove it from the graph options");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    Invalid(std::string(kCacheDir) + " '" + dir + "' is not a directory; GE needs it to exist (create it first)");
+  }
+  // GE names a cache entry after the key alone and loads it as it is, so the key covers everything
+  // the compiled graph depends on: the model's bytes here, the tier's shapes and every option per tier.
+  if (shared_->file_digest.empty()) shared_->file_digest = FileDigest(path_);
+  cache_model_digest_ = shared_->file_digest;
+  for (const Options *options : {&global, &session, &graph}) {
+    for (const auto &[k, v] : *options) cache_options_ += k + '=' + v + '\n';
+    cache_options_ += "--\n";
+  }
+}
+
+void Model::OpenSession(const gemesh_model_config &c, const Options &session_options, const Options &graph_options) {
+  const std::string share = c.share_key != nullptr ? c.share_key : "";
+  std::string key;
+  if (!share.empty()) {
+    // The same session only for the same model bytes (the caller's key), file, device and options: graphs
+    // compiled with other graph options (say, a precision) could turn the same constant into other weights.
+    key = share + '\n' + std::to_string(c.device_id) + '\n' + path_;
+    for (const auto &[k, v] : session_options) key += "\ns:" + k + '=' + v;
+    for (const auto &[k, v] : graph_options) key += "\ng:" + k + '=' + v;
+    shared_ = Runtime::Get().FindSession(key);
+  }
+  if (!shared_) {
+    shared_ = std::make_shared<SharedSession>();
+    shared_->device = c.device_id;
+    // The Session constructor cannot fail; a broken session fails from its first AddGraph.
+    shared_->session = std::make_unique<ge::Session>(ToGe(session_options));
+    shared_->warnings = TakeGeWarnings();
+    if (!share.empty()) Runtime::Get().ShareSession(key, shared_);
+  }
+  session_ = shared_->session.get();
+  AddWarnings(shared_->warnings);
+}
+
 void Model::LoadTier(uint32_t t, const gemesh_model_config &c, const Options &graph_options) {
   Tier &tier = tiers_[t];
   std::string input_shape;
@@ -155,17 +240,31 @@ void Model::LoadTier(uint32_t t, const gemesh_model_config &c, const Options &gr
     input_shape += in.name + ':';
     for (size_t d = 0; d < in.dims.size(); ++d) input_shape += (d ? "," : "") + std::to_string(in.dims[d]);
   }
-  // One parse per tier; every stream gets its own copy of the graph (AddGraph would share it).
-  ge::Graph graph(("gemesh_tier" + std::to_string(t)).c_str());
-  const std::map<ge::AscendString, ge::AscendString> parser_params = {
-      {ge::AscendString("input_shape"), ge::AscendString(input_shape.c_str())}};
-  const ge::graphStatus parsed = ge::aclgrphParseONNX(path_.c_str(), parser_params, graph);
-  if (parsed != ge::GRAPH_SUCCESS) {
-    ThrowGe(GEMESH_ERR_PARSE, "aclgrphParseONNX of '" + path_ + "' with input_shape \"" + input_shape + "\" failed", parsed);
+  // One parse per tier and session; every stream of every load gets its own copy of the graph
+  // (AddGraph would share it).
+  std::shared_ptr<ge::Graph> &cached = shared_->parsed[input_shape];
+  if (!cached) {
+    auto fresh = std::make_shared<ge::Graph>(("gemesh_tier" + std::to_string(t)).c_str());
+    const std::map<ge::AscendString, ge::AscendString> parser_params = {
+        {ge::AscendString("input_shape"), ge::AscendString(input_shape.c_str())}};
+    const ge::graphStatus parsed = ge::aclgrphParseONNX(path_.c_str(), parser_params, *fresh);
+    if (parsed != ge::GRAPH_SUCCESS) {
+      shared_->parsed.erase(input_shape);
+      ThrowGe(GEMESH_ERR_PARSE, "aclgrphParseONNX of '" + path_ + "' with input_shape \"" + input_shape + "\" failed", parsed);
+    }
+    cached = std::move(fresh);
   }
+  const ge::Graph &graph = *cached;
   if (t == 0) ResolveInputOrder(graph);
 
-  const auto graph_ge_options = ToGe(graph_options);
+  Options tier_graph_options = graph_options;
+  if (!cache_model_digest_.empty()) {
+    Fnv key;
+    key.Add(input_shape);
+    key.Add(cache_options_);
+    tier_graph_options[kGraphKey] = "gemesh_" + cache_model_digest_ + "_" + key.Hex();
+  }
+  const auto graph_ge_options = ToGe(tier_graph_options);
   for (uint32_t s = 0; s < c.stream_count; ++s) {
     Slot &slot = slots_[s * c.tier_count + t];
     const std::string where = "graph " + std::to_string(slot.graph_id) + " (tier " + std::to_string(t) + ", stream " +
@@ -470,13 +569,15 @@ void Model::Release(std::string *failures) {
   for (Slot &slot : slots_) {
     slot.out_tensors.clear();
     slot.in_tensors.clear();
-    if (slot.added && session_) {
+    if (slot.added && session_ != nullptr) {
       const ge::Status st = session_->RemoveGraph(slot.graph_id);
       if (st != ge::SUCCESS) note("RemoveGraph(" + std::to_string(slot.graph_id) + ")", st);
       slot.added = false;
     }
   }
-  session_.reset();
+  // The last load holding a shared session deletes it (and with it the weights).
+  session_ = nullptr;
+  shared_.reset();
   for (auto &s : streams_) {
     if (s->handle == nullptr) continue;
     const aclError e = aclrtDestroyStream(s->handle);

@@ -1,5 +1,6 @@
-// A loaded model: one GE session, its streams, and for every (stream, tier)
-// a compiled and loaded graph id with device input/output buffers allocated
+// A loaded model: a GE session (its own, or shared with the other loads of
+// the model on the device), its streams, and for every (stream, tier) a
+// compiled and loaded graph id with device input/output buffers allocated
 // once at load.
 #ifndef GEMESH_BRIDGE_MODEL_H_
 #define GEMESH_BRIDGE_MODEL_H_
@@ -17,6 +18,7 @@
 #include "ge/ge_api.h"
 #include "gemesh_bridge.h"
 #include "options.h"
+#include "shared_session.h"
 
 namespace gemesh {
 
@@ -47,6 +49,8 @@ class Model {
   const std::string &warnings() const { return warnings_; }
   /// The precision GE compiles the model's graphs with (options.h, PrecisionInEffect).
   const std::string &precision() const { return precision_; }
+  /// Loads holding this model's session, this one included.
+  uint32_t session_loads() const { return static_cast<uint32_t>(shared_.use_count()); }
 
  private:
   struct Tier {
@@ -68,6 +72,10 @@ class Model {
 
   Model() = default;
   void AddWarnings(const std::string &text);
+  /// With ge.graph_compiler_cache_dir set: checks it and prepares the per-tier ge.graph_key.
+  void PrepareCompileCache(const Options &global, const Options &session, const Options &graph);
+  /// Joins the session shared under config.share_key, or creates one (shared when the key is set).
+  void OpenSession(const gemesh_model_config &config, const Options &session_options, const Options &graph_options);
   void LoadTier(uint32_t tier, const gemesh_model_config &config, const Options &graph_options);
   void ResolveInputOrder(const ge::Graph &graph);
   /// Maps configured input c to the one Data node d with fits(c, d); throws naming the inputs that have none or several.
@@ -81,7 +89,8 @@ class Model {
   int32_t device_{0};
   aclrtContext ctx_{nullptr};
   std::string path_;
-  std::unique_ptr<ge::Session> session_;
+  std::shared_ptr<SharedSession> shared_;
+  ge::Session *session_{nullptr};  // shared_->session
   std::vector<Tier> tiers_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<Slot> slots_;  // index: stream * tier_count + tier
@@ -89,6 +98,8 @@ class Model {
   std::vector<size_t> graph_input_of_;
   std::string warnings_;
   std::string precision_;
+  std::string cache_model_digest_;  // non-empty: the compile cache is on
+  std::string cache_options_;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

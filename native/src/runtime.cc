@@ -1,8 +1,11 @@
 #include "runtime.h"
 
+#include <iterator>
+
 #include "errors.h"
 #include "ge/ge_api.h"
 #include "model.h"
+#include "shared_session.h"
 
 namespace gemesh {
 
@@ -99,6 +102,17 @@ aclrtContext Runtime::UseDevice(int32_t device) {
   if (e != ACL_SUCCESS) ThrowAcl(GEMESH_ERR_INIT, "aclrtGetCurrentContext for device " + std::to_string(device) + " failed", e);
   contexts_[device] = ctx;
   return ctx;
+}
+
+std::shared_ptr<SharedSession> Runtime::FindSession(const std::string &key) {
+  // Drop the entries whose last load has gone.
+  for (auto it = sessions_.begin(); it != sessions_.end();) it = it->second.expired() ? sessions_.erase(it) : std::next(it);
+  const auto it = sessions_.find(key);
+  return it == sessions_.end() ? nullptr : it->second.lock();
+}
+
+void Runtime::ShareSession(const std::string &key, const std::shared_ptr<SharedSession> &session) {
+  sessions_[key] = session;
 }
 
 uint32_t Runtime::Register(std::shared_ptr<Model> model) {

@@ -15,6 +15,7 @@
 namespace gemesh {
 
 class Model;
+struct SharedSession;
 
 class Runtime {
  public:
@@ -38,6 +39,11 @@ class Runtime {
   /// (aclrtSetDevice the first time, aclrtSetCurrentContext after). Any thread.
   aclrtContext UseDevice(int32_t device);
 
+  /// The live session shared under `key`, or null. Callers hold lifecycle().
+  std::shared_ptr<SharedSession> FindSession(const std::string &key);
+  /// Shares `session` under `key` for as long as a load holds it. Callers hold lifecycle().
+  void ShareSession(const std::string &key, const std::shared_ptr<SharedSession> &session);
+
   uint32_t Register(std::shared_ptr<Model> model);
   std::shared_ptr<Model> Find(uint32_t id);
   std::shared_ptr<Model> Unregister(uint32_t id);
@@ -50,6 +56,7 @@ class Runtime {
   std::string init_warnings_;
   std::map<int32_t, aclrtContext> contexts_;
   std::map<uint32_t, std::shared_ptr<Model>> models_;
+  std::map<std::string, std::weak_ptr<SharedSession>> sessions_;  // guarded by lifecycle_
   uint32_t next_model_{1};
   uint32_t next_graph_id_{1};
 };

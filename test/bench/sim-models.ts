@@ -17,7 +17,31 @@ export interface SimModel {
   streams: number;
   maxBatch: number;
   maxQueueDelayUs: number;
+  /** Run under the contended timing model instead of the independent one (native/README.md). */
+  contended?: ContendedTiming;
 }
+
+/** The contended model's device: `cores` AI cores shared by its streams; core·µs per row in fp32 and fp16. */
+export interface ContendedTiming {
+  cores: number;
+  fp32: number;
+  fp16: number;
+}
+
+/** AI cores per simulated device in the contended scenarios: the simulator's default (GEMESH_SIM_AICORES). */
+export const SIM_AICORES = 20;
+
+/**
+ * `m` under the contended model, with one stream alone exactly as fast as under the independent
+ * one: a + b·batch at fp16 (the precision a config without a precision key runs at), i.e. b × cores
+ * core·µs per row. fp32 rows are priced at 4× fp16, an assumption (these configs never run fp32).
+ * The streams then share the device: its ceiling is cores / (b × cores) = 1 / b rows per µs.
+ */
+export const contendedOf = (m: SimModel, cores = SIM_AICORES): SimModel => ({
+  ...m,
+  name: `${m.name}_contended`,
+  contended: { cores, fp16: m.b * cores, fp32: 4 * m.b * cores },
+});
 
 /** The simulated CN-CLIP-shaped NPU of the benchmark: 8 streams, tiers 1..8, 3 ms + 2.3 ms per row. */
 export const CLIP_SIM: SimModel = {
@@ -29,11 +53,18 @@ export const CLIP_SIM: SimModel = {
   maxQueueDelayUs: 10_000,
 };
 
-/** The simulator's latency spec (native/sim/src/runner/latency.cc: `A+B*batch`). */
-export const latencySpec = (m: SimModel) => `${m.a}+${m.b}*batch`;
+/** The simulator's latency spec (native/sim/src/runner/latency.cc: `A+B*batch`, or the contended form). */
+export const latencySpec = (m: SimModel) =>
+  m.contended ? `contended:a=${m.a},fp32=${m.contended.fp32},fp16=${m.contended.fp16}` : `${m.a}+${m.b}*batch`;
 
-/** The modelled ceiling of one device, computed from the spec: every stream running full batches back to back. */
-export const modelledCeiling = (m: SimModel) => (m.streams * m.maxBatch) / ((m.a + m.b * m.maxBatch) / 1e6);
+/**
+ * The modelled ceiling of one device, computed from the spec: every stream running full batches back
+ * to back, each no faster than alone; under the contended model also at most cores / fp16 rows per µs.
+ */
+export function modelledCeiling(m: SimModel): number {
+  const streams = (m.streams * m.maxBatch) / ((m.a + m.b * m.maxBatch) / 1e6);
+  return m.contended ? Math.min(streams, (m.contended.cores / m.contended.fp16) * 1e6) : streams;
+}
 
 /** A one-model repository in a temporary folder (its own, so a mesh loads nothing else). */
 export async function writeSimRepository(m: SimModel): Promise<string> {
@@ -43,7 +74,7 @@ export async function writeSimRepository(m: SimModel): Promise<string> {
   const tiers = Array.from({ length: m.maxBatch }, (_, i) => i + 1).join(', ');
   await writeFile(
     join(repo, m.name, 'config.pbtxt'),
-    `# A simulated Ascend NPU model: tiny's graph, each run held for ${latencySpec(m)} µs.
+    `# A simulated Ascend NPU model: tiny's graph, each run held for ${latencySpec(m)} µs${m.contended ? ` on ${m.contended.cores} shared AI cores` : ''}.
 name: "${m.name}"
 backend: "npu_ge"
 max_batch_size: ${m.maxBatch}

@@ -48,7 +48,15 @@ import { measureEngine } from './engine-alone.js';
 import { type Proc, ScenarioMeter } from './host-processes.js';
 import { type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
-import { CLIP_SIM, type SimModel, writeSimRepository } from './sim-models.js';
+import {
+  CLIP_SIM,
+  contendedOf,
+  latencySpec,
+  modelledCeiling,
+  SIM_AICORES,
+  type SimModel,
+  writeSimRepository,
+} from './sim-models.js';
 import { measureTracingOverhead, tracingSection } from './tracing-overhead.js';
 
 const { values } = parseArgs({
@@ -57,6 +65,7 @@ const { values } = parseArgs({
     out: { type: 'string' },
     // `--only grpc`: tiny over HTTP and over gRPC on one mesh (c=1, 16, 64; c=4 with --quick), printed, no report.
     // `--only tracing`: tiny with tracing off and on (tracing-overhead.ts), printed, no report.
+    // `--only contended`: clip_sim and scale_sim on 1 device under both timing models, printed, no report.
     only: { type: 'string' },
   },
 });
@@ -387,7 +396,7 @@ function startSimMesh(repo: string, model: string, devices: number): Promise<Tes
     modelRepository: repo,
     models: [model],
     logLevel: 'warn',
-    env: { GEMESH_SIM_DEVICES: String(devices) },
+    env: { GEMESH_SIM_DEVICES: String(devices), GEMESH_SIM_AICORES: String(SIM_AICORES) },
     flags: { worker: ['--runtime', 'ge'] },
   });
 }
@@ -428,6 +437,75 @@ async function scaling(): Promise<void> {
       `scaling ×${r.devices}: ${r.result?.inferPerSec.toFixed(1) ?? '–'} infer/s, efficiency ${r.efficiency?.toFixed(2) ?? '–'}`,
     );
   }
+}
+
+interface TimingRow {
+  model: SimModel;
+  concurrency: number;
+  result?: LevelResult;
+}
+
+/**
+ * clip_sim and scale_sim on 1 simulated NPU under both timing models: the independent one (each
+ * stream sleeps on its own) and the contended one (the device's AI cores shared by its streams, each
+ * stream alone as fast as under the independent one). Reuses the independent runs of this bench run
+ * when there are any. Returns the report section.
+ */
+async function timingModels(): Promise<string[]> {
+  const rows: TimingRow[] = [];
+  for (const base of [CLIP_SIM, SCALE_SIM]) {
+    const concurrency = base === CLIP_SIM ? 64 : base.streams * base.maxBatch * 2;
+    const earlier =
+      base === CLIP_SIM
+        ? data.sweeps
+            .find((s) => s.model === base.name && s.setup === 'GE Mesh, 1 simulated NPU')
+            ?.results.find((r) => r.level === concurrency)
+        : data.scaling.rows.find((r) => r.devices === 1)?.result;
+    for (const m of [base, contendedOf(base)]) {
+      if (m === base && earlier) {
+        rows.push({ model: m, concurrency, result: earlier });
+        continue;
+      }
+      const repo = await writeSimRepository(m);
+      try {
+        const mesh = await startSimMesh(repo, m.name, 1);
+        try {
+          const spec = { url: mesh.url, model: m.name, levels: [concurrency], label: m.name, withStats: true };
+          const windowMs = base === CLIP_SIM ? WINDOW_MS : SCALE_WINDOW_MS;
+          const [result] = await meteredSweep({ ...spec, windowMs }, `mesh 1 simulated NPU ${m.name}`, meshProcs(mesh));
+          rows.push({ model: m, concurrency, ...(result ? { result } : {}) });
+        } finally {
+          await mesh.teardown();
+        }
+      } finally {
+        await rm(repo, { recursive: true, force: true });
+      }
+    }
+  }
+  const lines = [
+    '## Timing models: independent streams vs AI cores shared per device',
+    '',
+    `GE Mesh on 1 simulated NPU, ${CLIP_SIM.streams} streams. Contended: ${SIM_AICORES} AI cores per device shared by the ` +
+      'streams (native/README.md), each stream alone as fast as under the independent spec; ceilings computed from the spec.',
+    '',
+    '| model | latency spec (µs) | concurrency | infer/s | modelled ceiling | of ceiling | p50 ms | p99 ms |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of rows) {
+    const ceiling = modelledCeiling(r.model);
+    const v = r.result;
+    lines.push(
+      `| ${r.model.name} | \`${latencySpec(r.model)}\` | ${r.concurrency} | ${v?.inferPerSec.toFixed(1) ?? '–'} | ` +
+        `${ceiling.toFixed(1)} | ${v ? (v.inferPerSec / ceiling).toFixed(2) : '–'} | ` +
+        `${v ? (v.p50Us / 1000).toFixed(1) : '–'} | ${v ? (v.p99Us / 1000).toFixed(1) : '–'} |`,
+    );
+  }
+  return lines;
+}
+
+if (values.only === 'contended') {
+  process.stdout.write(`${(await timingModels()).join('\n')}\n`);
+  process.exit(0);
 }
 
 if (values.only === 'grpc') {
@@ -486,9 +564,10 @@ data.tracing = await measureTracingOverhead({ levels: tracingLevels, rounds: QUI
 for (const mode of ['fast', 'durable'] as const) await messaging(mode);
 await clipSim();
 await scaling();
+const timingSection = await timingModels();
 
 await mkdir(OUT, { recursive: true });
-const report = renderReport(data, (Date.now() - started) / 1000);
+const report = `${renderReport(data, (Date.now() - started) / 1000)}\n${timingSection.join('\n')}\n`;
 await writeFile(join(OUT, 'REPORT.md'), report);
 await writePlots(data, OUT);
 await writeFile(join(OUT, 'results.json'), `${JSON.stringify({ ...data, targets: targets(data) }, null, 2)}\n`);

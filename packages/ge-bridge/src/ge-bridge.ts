@@ -29,6 +29,13 @@ export interface GeModelConfig {
   readonly tiers: readonly (readonly (readonly number[])[])[];
   readonly sessionOptions?: GeOptions;
   readonly graphOptions?: GeOptions;
+  /**
+   * Loads in this process with the same key, device, model file, session and graph options share one GE
+   * session, so the weights sit in device memory once per device; each load keeps its own graphs,
+   * streams and buffers. Include the model's version and a digest of its bytes. Unset: a session of
+   * its own.
+   */
+  readonly shareKey?: string;
 }
 
 /** Per-tier input dims for batch tiers: [batch, ...row dims] for every input. */
@@ -210,6 +217,7 @@ export class GeModel {
           session_option_count: session?.length ?? 0,
           graph_options: graph,
           graph_option_count: graph?.length ?? 0,
+          share_key: config.shareKey ?? null,
         },
         out,
       ) as number,
@@ -220,6 +228,13 @@ export class GeModel {
   /** A model loaded elsewhere in the process (e.g. by the worker's main thread). */
   static attach(handle: number): GeModel {
     return new GeModel(handle);
+  }
+
+  /** Loads sharing this model's GE session, this one included (1: a session of its own). */
+  get sessionLoads(): number {
+    const out = [0];
+    check(nativeBridge().modelSessionLoads(this.handle, out) as number);
+    return out[0] as number;
   }
 
   /** GE's warnings from loading (e.g. option keys it does not know). */

@@ -17,7 +17,7 @@ import koffi, { type LibraryHandle } from 'koffi';
  */
 
 /** Must equal GEMESH_BRIDGE_API_VERSION of the loaded library. */
-export const BRIDGE_API_VERSION = 2;
+export const BRIDGE_API_VERSION = 3;
 export const MAX_RANK = 25;
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -46,6 +46,7 @@ function declare(lib: LibraryHandle) {
     session_option_count: 'size_t',
     graph_options: koffi.pointer(Option),
     graph_option_count: 'size_t',
+    share_key: 'const char *',
   });
   koffi.struct('gemesh_tensor_info', {
     dtype: 'int32_t',
@@ -67,6 +68,7 @@ function declare(lib: LibraryHandle) {
     modelLoad: lib.func('int gemesh_model_load(const gemesh_model_config *config, _Out_ uint32_t *model_out)'),
     modelWarnings: lib.func('const char *gemesh_model_warnings(uint32_t model)'),
     modelPrecision: lib.func('const char *gemesh_model_precision(uint32_t model)'),
+    modelSessionLoads: lib.func('int gemesh_model_session_loads(uint32_t model, _Out_ uint32_t *loads)'),
     modelCounts: lib.func(
       'int gemesh_model_counts(uint32_t model, _Out_ uint32_t *tiers, _Out_ uint32_t *streams, _Out_ uint32_t *inputs, _Out_ uint32_t *outputs)',
     ),

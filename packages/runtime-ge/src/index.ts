@@ -1,21 +1,26 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { batchTiers, finalizeGe, GeModel, initGe } from '@ge-mesh/ge-bridge';
 import { parseGeParameters, parseGlobalGeOptions } from '@ge-mesh/model-repository';
 import { readModelIO } from '@ge-mesh/onnx';
 import { MeshError } from '@ge-mesh/protocol';
 import type { Engine, EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
+import { withCompileCache } from './compile-cache.js';
 import { logGeLoad } from './load-log.js';
 import { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
 export { readDeviceMemory } from './device-memory.js';
+
 export { geDiagnosticsEnv, setNativeEnv } from './process-env.js';
 
 /**
  * The `ge` runtime: CANN Graph Engine through the native bridge. Each lane
- * loads its own copy of the model on its device with one stream and one GE
- * session (as the GE backend does per stream in dynamic mode), one static
- * graph per tier, and calls the bridge synchronously on its own
- * worker_thread. Output buffers are allocated once per tier.
+ * loads the model on its device with one stream and one static graph per
+ * tier, and calls the bridge synchronously on its own worker_thread. The
+ * lanes of a model version on a device share one GE session (as the GE
+ * backend's static mode shares one per card), so its weights sit in device
+ * memory once per device; graphs, stream and I/O buffers are the lane's own.
+ * Output buffers are allocated once per tier.
  */
 export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
   // Checked once when the config loaded; a spec built by hand (tools, tests) is checked here.
@@ -32,7 +37,10 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
       );
     }
   }
-  const io = readModelIO(new Uint8Array(await readFile(spec.modelPath)));
+  const bytes = new Uint8Array(await readFile(spec.modelPath));
+  const io = readModelIO(bytes);
+  // Lanes share a session only for the same bytes: a file replaced under the same version gets its own.
+  const shareKey = `${spec.name}/${spec.version}/sha256:${createHash('sha256').update(bytes).digest('hex')}`;
   // GE reports outputs in the ONNX graph's order, without names.
   const outputOrder = io.outputs.map((o) => o.name);
   // One static graph per gear (its index is its place in the list), else per tier.
@@ -59,8 +67,9 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
       streams: 1,
       inputs: spec.inputs.map((i) => ({ name: i.name, dataType: i.dataType })),
       tiers: tierDims,
-      sessionOptions: params.sessionOptions,
+      sessionOptions: await withCompileCache(params.sessionOptions, globalOptions, spec.runtimeOptions?.geCompileCache),
       graphOptions: params.graphOptions,
+      shareKey,
     });
   } catch (err) {
     finalizeGe();
@@ -77,6 +86,7 @@ export async function createGeEngine(spec: EngineModelSpec): Promise<Engine> {
     tiers: spec.tiers,
     ...(gears ? { gears: gears.gears.length } : {}),
     precision: model.precision,
+    sessionLoads: model.sessionLoads,
   });
   const loadWarnings = [...warnings, ...model.warnings];
   const tierIndex = new Map(spec.tiers.map((t, i) => [t, i]));

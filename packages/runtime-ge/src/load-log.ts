@@ -22,6 +22,8 @@ export function logGeLoad(fields: {
   /** Graphs compiled per gear (gears over non-batch dims), when the model has them. */
   gears?: number;
   precision: GePrecision;
+  /** Lanes sharing the device's GE session (and its weights) once this one joined. */
+  sessionLoads: number;
 }): void {
   log ??= createLogger('worker');
   const { precision, ...rest } = fields;

@@ -194,7 +194,7 @@ const deps: ServedModelDeps = {
   claims,
   log,
   runtime: settings.runtime,
-  runtimeOptions: { geOptions: settings.geOptions },
+  runtimeOptions: { geOptions: settings.geOptions, geCompileCache: settings.geCompileCache },
   onChange: () => presence.changed(),
   ...(metrics
     ? {

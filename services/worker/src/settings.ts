@@ -69,6 +69,12 @@ export const WORKER_OPTIONS = {
     default: '{}',
     doc: 'Process-wide GEInitialize options as a JSON object (runtime ge), e.g. \'{"ge.exec.deviceId":"0"}\'; GE_NPU_CONFIG (JSON) is read too, these win.',
   },
+  geCompileCache: {
+    kind: 'string',
+    default: '',
+    doc: "Folder of GE's compiled-graph cache (runtime ge), created if missing: every tier graph is compiled once per model file, tier and options, and a restarted or scaled-out worker loads it from there; '' = off. A model's session.ge.graph_compiler_cache_dir parameter wins.",
+    schema: Type.String(),
+  },
   models: {
     kind: 'string',
     default: '*',

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -17,7 +18,9 @@
 #include "common/sim_errors.h"
 #include "common/sim_runtime.h"
 #include "ge/ge_api.h"
+#include "runner/compile_cache.h"
 #include "runner/compiled_model.h"
+#include "runner/core_pool.h"
 #include "runner/latency.h"
 #include "runner/options.h"
 
@@ -77,10 +80,12 @@ struct GraphEntry {
   OptionMap options;  // graph level
   std::shared_ptr<const CompiledModel> compiled;
   ge::CompiledGraphSummaryPtr summary;
+  bool half{false};  // the matrix ops run in fp16/bf16 (timing mode's per-row cost)
   // Loaded state.
   bool loaded{false};
   bool timing{false};
   LatencyModel latency;
+  double core_cap{0};  // ge.aicoreNum's cube count (0: the whole device)
   std::shared_ptr<Charge> arena;
   std::vector<std::shared_ptr<Charge>> weights;
   std::vector<std::shared_ptr<Charge>> own_outputs;  // for runs given no output tensors
@@ -353,7 +358,23 @@ Status Session::CompileGraph(uint32_t graph_id) {
     return G().global;
   }();
   try {
-    g->compiled = CompiledModel::Compile(*g->ir, PrecisionOf({&g->options, &s->options, &global}));
+    const CubePrecision precision = PrecisionOf({&g->options, &s->options, &global});
+    auto compiled = CompiledModel::Compile(*g->ir, precision);
+    // GE's compiled-graph cache: a hit loads the compiled graph instead of compiling. The simulator
+    // compiles anyway (it is quick) and models GE's compile time, which a hit saves.
+    const std::string cache_dir = Lookup({&s->options, &global}, "ge.graph_compiler_cache_dir", "");
+    const std::string key = Lookup({&g->options}, "ge.graph_key", "");
+    const bool cached = !cache_dir.empty() && !key.empty();
+    const uint64_t digest = cached ? GraphDigest(*g->ir, precision) : 0;
+    if (!cached || !CacheLookup(cache_dir, key, digest)) {
+      const double compile_ms = std::strtod(
+          Lookup({&g->options, &s->options, &global}, "gemesh.sim.compile_ms", EnvString("GEMESH_SIM_COMPILE_MS", "0")).c_str(),
+          nullptr);
+      if (compile_ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(compile_ms * 1000.0)));
+      if (cached) CacheStore(cache_dir, key, digest);
+    }
+    g->compiled = std::move(compiled);
+    g->half = precision.in != FloatFormat::kFp32;
     g->summary = CompiledGraphSummary::Builder::Build(*g->compiled);
   } catch (const SimError &e) {
     return Failed("CompileGraph of graph " + std::to_string(graph_id) + " failed: " + e.what());
@@ -406,6 +427,8 @@ Status Session::LoadGraph(const uint32_t graph_id, const std::map<AscendString, 
     return Failed(where + e.what());
   }
   g->timing = timing == "1";
+  // ge.aicoreNum is a compile-time budget of the session: kernels tiled for that many cube cores.
+  g->core_cap = std::strtod(Lookup({&s->options, &global}, "ge.aicoreNum", "0").c_str(), nullptr);
 
   // Weights and feature memory come out of the device's HBM, as on an NPU. The
   // simulator keeps computing from the host copy of the weights, so their
@@ -522,13 +545,21 @@ Status Session::ExecuteGraphWithStreamAsync(uint32_t graph_id, void *stream, con
   auto model_ref = g->compiled;
   auto arena = g->arena;
   const bool timing = g->timing;
-  const double micros = g->latency.MicrosFor(model.Batch());
-  auto task = [g, model_ref, arena, timing, micros, in_ptrs, out_ptrs](std::string *message) -> aclError {
+  const int device = s->device;
+  auto task = [g, model_ref, arena, timing, device, in_ptrs, out_ptrs](std::string *message) -> aclError {
     aclError result = ACL_SUCCESS;
     const auto start = Clock::now();
     if (timing) {
       for (size_t i = 0; i < out_ptrs.size(); ++i) std::memset(out_ptrs[i], 0, model_ref->outputs()[i].Bytes());
-      std::this_thread::sleep_until(start + std::chrono::nanoseconds(static_cast<int64_t>(micros * 1000.0)));
+      const LatencyModel &l = g->latency;
+      const int64_t rows = model_ref->Batch();
+      const double hold = l.contended() ? l.LaunchMicros() : l.MicrosFor(rows);
+      std::this_thread::sleep_until(start + std::chrono::nanoseconds(static_cast<int64_t>(hold * 1000.0)));
+      if (l.contended()) {
+        const double span = l.SpanCores(rows);
+        const double cap = g->core_cap > 0 && span > 0 ? std::min(g->core_cap, span) : std::max(g->core_cap, span);
+        RunOnCores(device, l.CoreMicros(rows, g->half), cap);
+      }
     } else {
       try {
         model_ref->Run(in_ptrs, out_ptrs, static_cast<uint8_t *>(arena->ptr));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "common/sim_errors.h"
@@ -17,6 +18,36 @@ double Number(const std::string &s, const std::string &spec) {
   }
   return v;
 }
+
+constexpr const char *kContended = "contended:";
+
+// "a=A,fp32=W32,fp16=W16[,span=S]": fp32 and fp16 are required, a defaults to 0, span to no limit.
+void ParseContended(const std::string &spec, const std::string &body, double *a, double *fp32, double *fp16,
+                    double *span) {
+  std::map<std::string, double> values;
+  std::stringstream items(body);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw SimError("latency spec [" + spec + "] is invalid: [" + item + "] is not key=value");
+    const std::string key = item.substr(0, eq);
+    if (key != "a" && key != "fp32" && key != "fp16" && key != "span") {
+      throw SimError("latency spec [" + spec + "] is invalid: unknown key [" + key + "] (keys: a, fp32, fp16, span)");
+    }
+    if (!values.emplace(key, Number(item.substr(eq + 1), spec)).second) {
+      throw SimError("latency spec [" + spec + "] is invalid: [" + key + "] is given twice");
+    }
+  }
+  for (const char *required : {"fp32", "fp16"}) {
+    if (values.count(required) == 0) {
+      throw SimError("latency spec [" + spec + "] is invalid: [" + required + "] (core·µs per row) is required");
+    }
+  }
+  *a = values.count("a") != 0 ? values["a"] : 0;
+  *fp32 = values["fp32"];
+  *fp16 = values["fp16"];
+  *span = values.count("span") != 0 ? values["span"] : 0;
+}
 }  // namespace
 
 LatencyModel LatencyModel::Parse(const std::string &spec) {
@@ -24,6 +55,12 @@ LatencyModel LatencyModel::Parse(const std::string &spec) {
   std::string s;
   for (const char c : spec) {
     if (c != ' ') s += c;
+  }
+  if (s.rfind(kContended, 0) == 0) {
+    m.contended_ = true;
+    ParseContended(spec, s.substr(std::string(kContended).size()), &m.a_us_, &m.fp32_core_us_, &m.fp16_core_us_,
+                   &m.span_);
+    return m;
   }
   if (s.find('=') != std::string::npos) {
     std::stringstream items(s);
@@ -54,6 +91,10 @@ LatencyModel LatencyModel::Parse(const std::string &spec) {
   }
   m.b_us_ = Number(b, spec);
   return m;
+}
+
+double LatencyModel::CoreMicros(int64_t rows, bool half) const {
+  return static_cast<double>(rows) * (half ? fp16_core_us_ : fp32_core_us_);
 }
 
 double LatencyModel::MicrosFor(int64_t batch) const {

@@ -1,11 +1,13 @@
 #include "runner/options.h"
 
+#include <cstdlib>
 #include <functional>
 #include <regex>
 #include <set>
 #include <vector>
 
 #include "common/sim_errors.h"
+#include "runner/core_pool.h"
 #include "runner/latency.h"
 
 namespace gemesh::sim {
@@ -44,6 +46,22 @@ Validator Matches(const char *pattern, const char *what) {
   return [re, reason](const std::string &v, int) -> std::string { return std::regex_match(v, re) ? "" : reason; };
 }
 
+// "cube|vector", "cube|" or "cube"; the cube count within the device's (GEMESH_SIM_AICORES), as GE
+// refuses counts above the chip's.
+Validator AiCoreNum() {
+  const std::regex re(R"((\d+)(\|\d*)?)");
+  return [re](const std::string &v, int) -> std::string {
+    std::smatch m;
+    const int cores = DeviceAiCores();
+    if (!std::regex_match(v, m, re)) return "it must be \"cube|vector\" core counts, e.g. 12|10";
+    const long long cube = std::strtoll(m[1].str().c_str(), nullptr, 10);
+    if (cube < 1 || cube > cores) {
+      return "the cube core count must be from 1 to " + std::to_string(cores) + ", the device's AI cores";
+    }
+    return "";
+  };
+}
+
 Validator Latency() {
   return [](const std::string &v, int) -> std::string {
     try {
@@ -76,7 +94,7 @@ const std::map<std::string, KnownOption> &Known() {
     m["ge.constLifecycle"] = {kG | kS | kGr, OneOf({"graph", "session"})};
     m["ge.featureBaseRefreshable"] = {kG | kS | kGr, bool01};
     m["ge.tiling_schedule_optimize"] = {kG | kS | kGr, OneOf({"", "0", "1"})};
-    m["ge.aicoreNum"] = {kG | kS, Matches(R"(\d+(\|\d*)?)", "\"cube|vector\" core counts, e.g. 12|10")};
+    m["ge.aicoreNum"] = {kG | kS, AiCoreNum()};
     m["ge.exec.staticMemoryPolicy"] = {kG | kS, OneOf({"0", "1", "2", "3", "4"})};
     m["ge.enableSingleStream"] = {kG | kGr, OneOf({"true", "false"})};
     m["ge.jit_compile"] = {kG | kS, OneOf({"0", "1", "2"})};
@@ -93,6 +111,8 @@ const std::map<std::string, KnownOption> &Known() {
     // Simulator settings; a real GE only warns about them.
     m["gemesh.sim.timing"] = {kG | kS | kGr, bool01};
     m["gemesh.sim.latency_us"] = {kG | kS | kGr, Latency()};
+    m["gemesh.sim.compile_ms"] = {kG | kS | kGr, Matches(R"(\d+(\.\d+)?)", "a non-negative number of milliseconds")};
+    m["ge.graph_compiler_cache_dir"] = {kG | kS, nullptr};
     // Known keys whose values the simulator accepts as they are.
     for (const char *k : {"ge.exec.enableDump", "ge.exec.dumpPath", "ge.exec.dumpMode", "ge.exec.dumpData",
                           "ge.exec.dumpStep", "ge.exec.dumpLayer", "ge.exec.enableDumpDebug", "ge.exec.dumpDebugMode",
@@ -105,7 +125,7 @@ const std::map<std::string, KnownOption> &Known() {
       m[k] = {kG | kS | kGr, nullptr};
     }
     for (const char *k : {"ge.exec.op_precision_mode", "ge.exec.enable_exception_dump"}) m[k] = {kG, nullptr};
-    for (const char *k : {"ge.exec.atomicCleanPolicy", "ge.graph_compiler_cache_dir"}) m[k] = {kS, nullptr};
+    for (const char *k : {"ge.exec.atomicCleanPolicy"}) m[k] = {kS, nullptr};
     for (const char *k : {"ge.autoMultistreamParallelMode", "ge.inputShape", "ge.dynamicDims", "ge.dynamicNodeType"}) {
       m[k] = {kS | kGr, nullptr};
     }
