@@ -83,6 +83,30 @@ describe('model control: explicit', { timeout: 180_000 }, () => {
     const b = await c.infer('b', 3);
     assert.equal(b.status, 200, b.text);
     assert.ok(b.ratio <= 1, String(b.ratio));
+    // Batched by a batcher that started following it: 32 requests at once take fewer executions.
+    const burst = await Promise.all(Array.from({ length: 32 }, (_, i) => c.infer('b', 100 + i)));
+    assert.deepEqual(
+      burst.filter((r) => r.status !== 200 || !(r.ratio <= 1)).map((r) => r.text),
+      [],
+    );
+    const stats = JSON.parse((await c.call('GET', '/v2/models/b/stats')).text) as {
+      model_stats: Array<{ inference_count: number; execution_count: number }>;
+    };
+    const st = stats.model_stats[0];
+    assert.ok(st);
+    // 33 requests of 2 rows each.
+    assert.equal(st.inference_count, 66);
+    assert.ok(st.execution_count < 33, `executions ${st.execution_count} for 33 requests`);
+
+    // Unloaded: not ready, and requests get Triton's answer.
+    assert.deepEqual(await c.call('POST', '/v2/repository/models/b/unload'), { status: 200, text: '' });
+    await eventually(async () => (await c.states()).b === 'UNAVAILABLE: unloaded', 'b unloaded');
+    assert.equal((await c.call('GET', '/v2/models/b/ready')).status, 404);
+    const refused = await c.infer('b', 4);
+    assert.deepEqual(
+      { status: refused.status, text: refused.text },
+      { status: 404, text: `{"error":"Request for unknown model: 'b' has no available versions"}` },
+    );
   });
 });
 
@@ -178,6 +202,28 @@ describe('model control: poll', { timeout: 180_000 }, () => {
     await eventually(async () => onAdded.results.length >= switchedAt + 5, 'requests on the new config');
     const added = await onAdded.stop();
     assert.deepEqual(failures(added), [], `requests to 'added' across its change (${added.length} sent)`);
+
+    // A config that no longer loads: the last good one goes on serving, and the index and the log say why.
+    await writeTinyVariant(repo.dir, 'a', 'max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 16 ] }');
+    const brokenReason = async () =>
+      (
+        JSON.parse((await c.call('POST', '/v2/repository/index')).text) as Array<{ name: string; reason?: string }>
+      ).find((r) => r.name === 'a')?.reason ?? '';
+    await eventually(async () => (await brokenReason()) !== '', 'the broken config in the index', 15_000);
+    assert.equal(
+      await brokenReason(),
+      'the changed config does not load (a/config.pbtxt:4:44: preferred batch size 16 is above max_batch_size 8, so no batch can reach it; lower it or raise max_batch_size); the last good one serves',
+    );
+    assert.equal((await c.states()).a?.split(':')[0], 'READY');
+    assert.ok(
+      mesh.lines.some(
+        (l) =>
+          l.includes('"msg":"repository poll: model not loaded; its last version goes on"') &&
+          l.includes('"model":"a"'),
+      ),
+    );
+    await writeTinyVariant(repo.dir, 'a', TIERS_1248);
+    await eventually(async () => (await brokenReason()) === '', 'the mended config loaded', 15_000);
 
     await rm(join(repo.dir, 'gone'), { recursive: true, force: true });
     await eventually(

@@ -155,6 +155,7 @@ const poller = polling
         workerStates.setModel(model);
         await prepareModel(model);
       },
+      onLoadError: (name, err) => workerStates.setLoadError(name, err),
     })
   : undefined;
 await poller?.start(repository, settings.repositoryPollSecs * 1000);

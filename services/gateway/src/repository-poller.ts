@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { loadRepository, type Repository, type RepositoryModel } from '@ge-mesh/model-repository';
+import { type ConfigError, loadRepository, type Repository, type RepositoryModel } from '@ge-mesh/model-repository';
 import type { WorkerRegistry } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 
@@ -10,6 +10,8 @@ export interface RepositoryPollerDeps {
   readonly log: Logger;
   /** Before a model's load is announced: make it routable and known to this gateway (queues, metrics, states). */
   readonly prepare: (model: RepositoryModel) => Promise<void>;
+  /** A model's folder stopped loading (its error), or loads again (undefined): for the repository index. */
+  readonly onLoadError?: (name: string, err: ConfigError | undefined) => void;
 }
 
 /**
@@ -20,7 +22,8 @@ export interface RepositoryPollerDeps {
  * control generation, so workers read it again and reload it, and batchers
  * take the new config once a worker has it ready. A model whose folder is
  * gone is unloaded. A model whose config no longer loads keeps its last good
- * version serving; the error is logged once per change.
+ * version serving; the error is logged once per change and shown in the
+ * repository index until the folder loads again.
  *
  * One poller per mesh does the work (every gateway of a poll-mode mesh polls;
  * control writes are idempotent per change, so a second poller only repeats
@@ -54,7 +57,7 @@ export class RepositoryPoller {
       const repo = await loadRepository(dir);
       for (const m of repo.models.values()) {
         const fp = await fingerprint(m);
-        this.errors.delete(m.name);
+        if (this.errors.delete(m.name)) this.deps.onLoadError?.(m.name, undefined);
         if (this.known.get(m.name) === fp) continue;
         await this.deps.prepare(m);
         const generation = await registry.setControl(m.name, 'load');
@@ -64,10 +67,12 @@ export class RepositoryPoller {
       for (const [name, err] of repo.errors) {
         if (this.errors.get(name) === err.message) continue;
         this.errors.set(name, err.message);
+        this.deps.onLoadError?.(name, err);
         log.error({ model: name, err: err.message }, 'repository poll: model not loaded; its last version goes on');
       }
       for (const name of [...this.known.keys()]) {
         if (repo.models.has(name) || repo.errors.has(name)) continue;
+        if (this.errors.delete(name)) this.deps.onLoadError?.(name, undefined);
         const generation = await registry.setControl(name, 'unload');
         log.info({ model: name, generation }, 'repository poll: model removed; unloading');
         this.known.delete(name);

@@ -142,6 +142,17 @@ export class WorkerModelStates implements ModelStates {
     this.errors.delete(model.name);
   }
 
+  /**
+   * The model's folder no longer loads (a poll found its config broken), or
+   * loads again (`err` undefined). A model being served keeps its last good
+   * version and shows the error as the reason of its rows; one never loaded
+   * shows UNAVAILABLE with it.
+   */
+  setLoadError(name: string, err: ConfigError | undefined): void {
+    if (err) this.errors.set(name, err);
+    else this.errors.delete(name);
+  }
+
   model(name: string): RepositoryModel | undefined {
     return this.models.get(name);
   }
@@ -246,7 +257,13 @@ export class WorkerModelStates implements ModelStates {
         for (const version of versions) {
           const s = this.stateOf(name, version);
           if (readyOnly && s.state !== 'READY') continue;
-          rows.push({ name, version, state: s.state, ...(s.reason ? { reason: s.reason } : {}) });
+          const broken = this.errors.get(name);
+          const reason = !broken
+            ? s.reason
+            : s.state === 'READY'
+              ? `the changed config does not load (${this.reasonOf(broken)}); the last good one serves`
+              : this.reasonOf(broken);
+          rows.push({ name, version, state: s.state, ...(reason ? { reason } : {}) });
         }
         continue;
       }
