@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -86,18 +86,20 @@ describe('fast starts: GE compiled-graph cache through the worker (CANN simulato
     }
   }
 
-  it('the restarted worker compiles nothing and is ready sooner by the compiles it skipped', async (t) => {
+  it('the restarted worker compiles nothing and answers the same', async (t) => {
     const cold = await start();
     const entries = await readdir(join(dir, 'cache'));
     // One entry per tier: the second lane's graphs, and the restart's, are hits.
     assert.equal(entries.length, TIERS.length, entries.join(', '));
+    const written = async () => Promise.all(entries.map(async (e) => (await stat(join(dir, 'cache', e))).mtimeMs));
+    const before = await written();
     const warm = await start();
+    // Nothing compiled again: no entry added, none rewritten (a compile writes its entry).
     assert.deepEqual(await readdir(join(dir, 'cache')), entries);
-    t.diagnostic(`cold start ${(cold.ms / 1000).toFixed(2)} s, warm start ${(warm.ms / 1000).toFixed(2)} s`);
-    // The cold start compiled TIERS.length graphs at COMPILE_MS each; allow a second of noise.
-    assert.ok(
-      cold.ms - warm.ms >= TIERS.length * COMPILE_MS - 1000,
-      `cold ${cold.ms.toFixed(0)} ms, warm ${warm.ms.toFixed(0)} ms`,
+    assert.deepEqual(await written(), before);
+    // How much sooner is a figure, not a check (this machine is shared): reported only.
+    t.diagnostic(
+      `cold start ${(cold.ms / 1000).toFixed(2)} s, warm start ${(warm.ms / 1000).toFixed(2)} s (${TIERS.length} compiles of ${COMPILE_MS} ms modelled)`,
     );
     assert.deepEqual(warm.y, cold.y);
     let y0 = 0;
