@@ -219,7 +219,19 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
     reason: 'no-lane',
     inFlight: 1,
   });
-  await expect('finish c1', store.finishBatch('c1', c, { tier: 4, ms: 10 }), true);
+  // A large request kept beside its message, read back by the worker, deleted by finish-batch.
+  await store.storeRequestBody(c, 't1', Buffer.from('request t1'), 60_000);
+  await expect(
+    'stored t1',
+    store.requestBodies(c, ['t1']).then((b) => b.map((x) => x?.toString() ?? null)),
+    ['request t1'],
+  );
+  await expect('finish c1', store.finishBatch('c1', c, { tier: 4, ms: 10 }, ['t1']), true);
+  await expect(
+    'stored t1 after finish',
+    store.requestBodies(c, ['t1']).then((b) => b.map((x) => x?.toString() ?? null)),
+    [null],
+  );
   await expect('tier costs of c', store.tierCosts(c), new Map([[4, 10]]));
   await expect('start c1 again', store.startBatch('c1', c, ['t1']), { kind: 'done' });
   await expect('create c2', store.createBatch(batch('c2', c, ['t2']), { maxInFlight: 1 }), { ok: true });
