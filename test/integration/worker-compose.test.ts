@@ -267,7 +267,7 @@ describe('docker compose (static)', () => {
     const globalArg = (name: string) =>
       new RegExp(`^ARG ${name}=(\\S+)$`, 'm').exec(dockerfile.slice(0, dockerfile.indexOf('FROM ')))?.[1];
     const baseImage = globalArg('ASCEND_BASE_IMAGE');
-    assert.match(baseImage ?? '', /^quay\.io\/ascend\/cann:\d+\.\d+\.\w+-\w+-[\w.]+-py[\d.]+$/);
+    assert.match(baseImage ?? '', /^ascend\/cann:\d+\.\d+\.\w+-\w+-[\w.]+-py[\d.]+$/);
     assert.equal(w.build?.args?.ASCEND_BASE_IMAGE, baseImage);
     const from = /^FROM \$\{ASCEND_BASE_IMAGE\} AS worker-ascend$/m.exec(dockerfile);
     assert.ok(from, 'worker-ascend is built on the base image');
