@@ -14,7 +14,7 @@ const CLIS: Record<string, { entry: string; mentions: string[] }> = {
   batcher: { entry: 'services/batcher/src/main.ts', mentions: ['--policy', '--metrics-port'] },
   worker: { entry: 'services/worker/src/main.ts', mentions: ['--runtime', '--metrics-port'] },
   loadgen: { entry: 'packages/loadgen/src/cli.ts', mentions: ['--model', '--concurrency-range'] },
-  models: { entry: 'packages/demo-models/src/cli.ts', mentions: ['--out', '--only'] },
+  models: { entry: 'packages/demo-models/src/cli.ts', mentions: ['--out', '--only', '--npu-out'] },
 };
 
 function run(entry: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

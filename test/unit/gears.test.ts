@@ -2,12 +2,17 @@
 // classes, padding inputs into a gear's buffers, cutting outputs back,
 // tracing output dims through symbolic names, and the gateway's 400.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   ConfigError,
   type GearSet,
   gearClassOf,
   gearFor,
+  loadModel,
   type ModelConfig,
   parseModelConfig,
   traceModelOutputDims,
@@ -500,5 +505,27 @@ describe('gears: the gateway', () => {
           'No input may be padded (set gear.pad_value.<input> in the model config to allow it), so the shapes must match a gear exactly',
         ),
     );
+  });
+});
+
+describe('gears: the NPU demo repository', () => {
+  it('npm run models -- --npu-out writes text_encoder_gears, which loads as a ge model with its five gears', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'npu-demo-'));
+    try {
+      const cli = join(import.meta.dirname, '../../packages/demo-models/src/cli.ts');
+      execFileSync(process.execPath, ['--import', 'tsx', cli, '--only', 'tiny', '--npu-out', dir], {
+        stdio: 'pipe',
+        cwd: join(import.meta.dirname, '../..'),
+      });
+      const m = await loadModel(dir, 'text_encoder_gears');
+      assert.equal(m.config.runtime, 'ge');
+      assert.deepEqual(
+        m.config.gears?.gears.map((g) => g.batch),
+        [1, 4, 1, 4, 8],
+      );
+      assert.deepEqual(m.config.gears?.padValues, { input_ids: 0, attention_mask: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
