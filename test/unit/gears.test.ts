@@ -91,6 +91,19 @@ describe('gears: parsing at load', () => {
     assert.equal(c.ge?.graphOptions['ge.dynamicDims'], undefined);
   });
 
+  it('checks model_warmup against the gears: a sample no gear runs is refused at load, one a gear runs loads', () => {
+    const warmup = (rows: number, len: number) =>
+      `model_warmup { name: "w" batch_size: ${rows} inputs { key: "input_ids" value { data_type: TYPE_INT64 dims: [ ${len} ] zero_data: true } } inputs { key: "attention_mask" value { data_type: TYPE_INT64 dims: [ ${len} ] zero_data: true } } }`;
+    // 4 rows of 20 tokens pad up to the 4×64 gear; 2 rows of 200 tokens fit none.
+    assert.equal(parse(encoderConfig([warmup(4, 20)])).warmup?.[0]?.rows, 4);
+    const e = configError(encoderConfig([warmup(2, 200)]));
+    assert.equal(e.field, 'model_warmup[0].inputs');
+    assert.equal(
+      e.message,
+      `${FILE}:12:40: warmup 'w' (input_ids [2,200], attention_mask [2,200]) fits no gear of the model (gears: input_ids [1,32], attention_mask [1,32]; input_ids [1,64], attention_mask [1,64]; input_ids [4,64], attention_mask [4,64]; input_ids [8,128], attention_mask [8,128]); give it a gear's shape`,
+    );
+  });
+
   it('refuses a gear whose value count is not the count of -1s, naming file, line and key', () => {
     const e = configError(encoderConfig([], { dims: '1,32,1,32;4,64' }));
     assert.equal(e.field, 'parameters["graph.ge.dynamicDims"]');

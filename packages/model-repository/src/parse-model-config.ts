@@ -14,7 +14,7 @@ import {
   parseGeParameters,
   parsePlacementParameters,
 } from './ge-parameters.js';
-import { type GearSet, parseGearSet } from './gears.js';
+import { describeGears, type GearSet, gearFor, parseGearSet } from './gears.js';
 import type {
   DynamicBatchingConfig,
   InstanceGroupConfig,
@@ -228,7 +228,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,
     parameters,
     versionPolicy: readVersionPolicy(raw, r),
-    warmup: readWarmup(raw, maxBatchSize, tiers, r),
+    warmup: readWarmup(raw, maxBatchSize, tiers, gears, r),
     responseCache: bool((raw.response_cache as Msg | undefined) ?? {}, 'enable'),
     warnings,
     raw,
@@ -398,10 +398,17 @@ function readInstanceGroups(raw: Msg, modelName: string, r: Reader): InstanceGro
 
 /**
  * `model_warmup`, checked here so a bad entry fails the load with its line:
- * batch_size within the largest tier, a fixed-size data_type per input. An
- * input_data_file is read (and its size checked) when the warmup runs.
+ * batch_size within the largest tier, a fixed-size data_type per input, and
+ * for a model with gears a shape some gear runs. An input_data_file is read
+ * (and its size checked) when the warmup runs.
  */
-function readWarmup(raw: Msg, maxBatchSize: number, tiers: readonly number[], r: Reader): WarmupConfig[] {
+function readWarmup(
+  raw: Msg,
+  maxBatchSize: number,
+  tiers: readonly number[],
+  gears: GearSet | undefined,
+  r: Reader,
+): WarmupConfig[] {
   const largest = tiers[tiers.length - 1] ?? 1;
   return list(raw, 'model_warmup').map((w, k) => {
     const name = str(w, 'name') || `model_warmup[${k}]`;
@@ -433,6 +440,17 @@ function readWarmup(raw: Msg, maxBatchSize: number, tiers: readonly number[], r:
         return { name: input, dataType, dims: nums(spec, 'dims').map(Number), data };
       },
     );
+    if (gears) {
+      const dims = Object.fromEntries(inputs.filter((i) => gears.inputs.includes(i.name)).map((i) => [i.name, i.dims]));
+      if (!gearFor(gears, [{ rows, dims }])) {
+        const shapes = inputs.map((i) => `${i.name} [${[...(maxBatchSize > 0 ? [rows] : []), ...i.dims].join(',')}]`);
+        r.fail(
+          `warmup '${name}' (${shapes.join(', ')}) fits no gear of the model (gears: ${describeGears(gears)}); give it a gear's shape`,
+          sourcePosition(w, 'inputs'),
+          `${field}.inputs`,
+        );
+      }
+    }
     return { name, rows, count: Math.max(1, num(w, 'count')), inputs };
   });
 }
