@@ -1,4 +1,5 @@
 export * from './batch-store.js';
+export * from './coalesced-passes.js';
 export * from './connect.js';
 export * from './model-overrides.js';
 export * from './queue-policy.js';

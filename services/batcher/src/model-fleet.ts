@@ -1,5 +1,5 @@
 import { type RepositoryModel, sameModel } from '@ge-mesh/model-repository';
-import type { WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
+import { CoalescedPasses, type WorkerInfo, type WorkerRegistry } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { ModelBatcher } from './model-batcher.js';
 
@@ -43,8 +43,11 @@ export class ModelFleet {
   private readonly running = new Map<string, Running>();
   /** The generation each model last failed to load at (logged once per generation). */
   private readonly failed = new Map<string, number>();
-  private reconciling?: Promise<void>;
-  private again = false;
+  private readonly passes = new CoalescedPasses(
+    () => this.pass(),
+    (err) => this.deps.log.warn({ err: err.message }, 'model control not applied; retrying'),
+    () => this.stopped,
+  );
   private timer?: NodeJS.Timeout;
   private stopped = false;
 
@@ -78,22 +81,7 @@ export class ModelFleet {
 
   /** One pass at a time; a change during a pass runs another. */
   reconcile(): Promise<void> {
-    if (this.reconciling) {
-      this.again = true;
-      return this.reconciling;
-    }
-    this.reconciling = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.pass();
-        } catch (err) {
-          this.deps.log.warn({ err: (err as Error).message }, 'model control not applied; retrying');
-        }
-      } while (this.again && !this.stopped);
-      this.reconciling = undefined;
-    })();
-    return this.reconciling;
+    return this.passes.run();
   }
 
   private async pass(): Promise<void> {
@@ -172,7 +160,7 @@ export class ModelFleet {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.reconciling;
+    await this.passes.idle();
     await Promise.all(this.batchers.map((b) => b.stop()));
   }
 }

@@ -1,6 +1,6 @@
 import { relative } from 'node:path';
 import type { ConfigError, Repository, RepositoryModel } from '@ge-mesh/model-repository';
-import type { ModelControl, WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
+import { CoalescedPasses, type ModelControl, type WorkerInfo, type WorkerRegistry } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { ModelIndexEntry, ModelReadyState, ModelStates } from './model-states.js';
 
@@ -35,8 +35,10 @@ export class WorkerModelStates implements ModelStates {
   private readonly errors: Map<string, ConfigError>;
   private timer?: NodeJS.Timeout;
   private sub?: WorkerRegistry['redis'];
-  private refreshing?: Promise<void>;
-  private again = false;
+  private readonly refreshes = new CoalescedPasses(
+    () => this.read(),
+    (err) => this.log?.warn({ err: err.message }, 'worker registry not read; keeping the last view'),
+  );
   private waiters: Array<() => void> = [];
   private started = false;
   private rebuildingUntil = 0;
@@ -71,39 +73,25 @@ export class WorkerModelStates implements ModelStates {
 
   /** Re-read the registry now (coalesced with a read in progress). */
   refresh(): Promise<void> {
-    if (this.refreshing) {
-      this.again = true;
-      return this.refreshing;
+    return this.refreshes.run();
+  }
+
+  private async read(): Promise<void> {
+    const [wiped, workers, controls] = await Promise.all([
+      this.registry.markAlive(),
+      this.registry.liveWorkers(),
+      this.registry.controls(),
+    ]);
+    if (wiped && this.started) {
+      // Redis lost everything (FLUSHALL, a restart without persistence): the workers write the
+      // registry again with their next heartbeats; until then keep the last view, not ready.
+      this.rebuildingUntil = Date.now() + REGISTRY_REFILL_MS;
+      this.log?.warn({ refillMs: REGISTRY_REFILL_MS }, 'Redis lost the mesh state; rebuilding it from live workers');
     }
-    this.refreshing = (async () => {
-      do {
-        this.again = false;
-        try {
-          const [wiped, workers, controls] = await Promise.all([
-            this.registry.markAlive(),
-            this.registry.liveWorkers(),
-            this.registry.controls(),
-          ]);
-          if (wiped && this.started) {
-            // Redis lost everything (FLUSHALL, a restart without persistence): the workers write the
-            // registry again with their next heartbeats; until then keep the last view, not ready.
-            this.rebuildingUntil = Date.now() + REGISTRY_REFILL_MS;
-            this.log?.warn(
-              { refillMs: REGISTRY_REFILL_MS },
-              'Redis lost the mesh state; rebuilding it from live workers',
-            );
-          }
-          this.started = true;
-          if (this.rebuilding) continue;
-          this.snapshot = { workers, controls };
-          for (const wake of this.waiters.splice(0)) wake();
-        } catch (err) {
-          this.log?.warn({ err: (err as Error).message }, 'worker registry not read; keeping the last view');
-        }
-      } while (this.again);
-      this.refreshing = undefined;
-    })();
-    return this.refreshing;
+    this.started = true;
+    if (this.rebuilding) return;
+    this.snapshot = { workers, controls };
+    for (const wake of this.waiters.splice(0)) wake();
   }
 
   /** Resolves true once `done()` holds after a refresh, false after `timeoutMs`. */

@@ -11,6 +11,7 @@ import {
 import { loadedAtStart } from '@ge-mesh/settings';
 import {
   BatchStore,
+  CoalescedPasses,
   ModelOverrides,
   RuntimeSettings,
   type WorkerInfo,
@@ -313,25 +314,13 @@ async function reload(current: ServedModel, model: RepositoryModel, p: Placement
   log.info({ model: name, generation: gen }, 'reloaded: the previous version drained');
 }
 
-let reconciling: Promise<void> | undefined;
-let again = false;
+const reconciles = new CoalescedPasses(
+  reconcile,
+  (err) => log.warn({ err: err.message }, 'model control not applied; retrying on the next heartbeat'),
+  () => stopping,
+);
 function scheduleReconcile(): Promise<void> {
-  if (reconciling) {
-    again = true;
-    return reconciling;
-  }
-  reconciling = (async () => {
-    do {
-      again = false;
-      try {
-        await reconcile();
-      } catch (err) {
-        log.warn({ err: (err as Error).message }, 'model control not applied; retrying on the next heartbeat');
-      }
-    } while (again && !stopping);
-    reconciling = undefined;
-  })();
-  return reconciling;
+  return reconciles.run();
 }
 
 // Model control changes arrive on the registry channel at once, and are re-read on every heartbeat.
