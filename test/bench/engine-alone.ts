@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { loadModel } from '@ge-mesh/model-repository';
 import type { EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
+import { engineSpecOf } from '../support/engine-spec.js';
 import { DEMO_REPOSITORY } from '../support/mesh-harness.js';
 import { EngineLanes } from './engine-lanes.js';
 
@@ -31,22 +32,7 @@ export const ENGINE_SESSIONS = [1, 2, 4];
 
 async function specOf(name: string): Promise<EngineModelSpec & { allTiers: readonly number[] }> {
   const m = await loadModel(DEMO_REPOSITORY, name);
-  const v = m.versions[0];
-  if (!v) throw new Error(`${name} has no version`);
-  return {
-    name,
-    version: v.version,
-    modelPath: v.modelPath,
-    inputs: m.config.input,
-    outputs: m.config.output,
-    tiers: m.config.tiers,
-    allTiers: m.config.tiers,
-    batched: true,
-    parameters: {},
-    threads: availableParallelism(),
-    stream: 0,
-    deviceId: 0,
-  };
+  return { ...engineSpecOf(m, { batched: true, parameters: {} }), allTiers: m.config.tiers };
 }
 
 function inputsOf(name: string, tier: number): Map<string, EngineTensor> {

@@ -17,12 +17,13 @@
  *   node --import tsx test/bench/ge-load-per-device.ts [--models resnet18,text_encoder] [--lanes 1,4] [--repeat 3] [--compile-ms 0,2000]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadModel } from '@ge-mesh/model-repository';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import { readDeviceMemory } from '@ge-mesh/runtime-ge';
+import { engineSpecOf } from '../support/engine-spec.js';
 import { DEMO_REPOSITORY } from '../support/mesh-harness.js';
 import { EngineLanes } from './engine-lanes.js';
 
@@ -53,20 +54,12 @@ for (const name of (values.models ?? '').split(',')) {
   if (!version) throw new Error(`${name}: no version`);
   const batched = model.config.maxBatchSize > 0;
   const tiers = batched ? [...(model.config.dynamicBatching?.preferredBatchSize ?? [1])] : [1];
-  const spec: EngineModelSpec = {
-    name: model.name,
-    version: version.version,
-    modelPath: version.modelPath,
-    inputs: model.config.input,
-    outputs: model.config.output,
+  const spec: EngineModelSpec = engineSpecOf(model, {
     tiers,
     batched,
     // Timing mode: activations stay virtual (charged, not allocated), and nothing runs.
     parameters: { ...Object.fromEntries(model.config.parameters), 'session.gemesh.sim.timing': '1' },
-    threads: availableParallelism(),
-    stream: 0,
-    deviceId: 0,
-  };
+  });
   for (const lanes of (values.lanes ?? '').split(',').map(Number)) {
     const times: number[] = [];
     let used = 0;

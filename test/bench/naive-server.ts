@@ -11,7 +11,6 @@
  *   node --import tsx test/bench/naive-server.ts --repo DIR --model tiny --port 18100 [--runtime ort|ge] [--lanes N]
  */
 import { createServer } from 'node:http';
-import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadModel } from '@ge-mesh/model-repository';
 import { elementCount } from '@ge-mesh/protocol';
@@ -25,6 +24,7 @@ import {
   validateInfer,
 } from '../../services/gateway/src/infer/index.js';
 import { placeModel } from '../../services/worker/src/lane-plan.js';
+import { engineSpecOf } from '../support/engine-spec.js';
 import { EngineLanes } from './engine-lanes.js';
 
 const { values } = parseArgs({
@@ -37,24 +37,10 @@ const { values } = parseArgs({
   },
 });
 const model = await loadModel(values.repo ?? 'infra/model_repository', values.model ?? 'tiny');
-const version = model.versions[0];
-if (!version) throw new Error('no version');
 const batched = model.config.maxBatchSize > 0;
 // Sessions for every batch size a request may have (1..max): no padding, no batching.
 const tiers = batched ? Array.from({ length: model.config.maxBatchSize }, (_, i) => i + 1) : [1];
-const spec: EngineModelSpec = {
-  name: model.name,
-  version: version.version,
-  modelPath: version.modelPath,
-  inputs: model.config.input,
-  outputs: model.config.output,
-  tiers,
-  batched,
-  parameters: Object.fromEntries(model.config.parameters),
-  threads: availableParallelism(),
-  stream: 0,
-  deviceId: 0,
-};
+const spec: EngineModelSpec = engineSpecOf(model, { tiers });
 /** The streams a mesh worker gives this model on one device, by the worker's own rule (instance_group, device_exec_blocks). */
 const streams = () => Number(values.lanes ?? 0) || placeModel(model.config, [0], 1).lanesPerDevice;
 // onnxruntime runs one in-process session on every core; GE gets one lane per stream, since
@@ -69,7 +55,7 @@ const engine =
 
 const metadata = JSON.stringify({
   name: model.name,
-  versions: [version.version],
+  versions: [spec.version],
   platform: model.config.platform,
   inputs: model.config.input.map((t) => ({
     name: t.name,
@@ -113,7 +99,7 @@ const server = createServer((req, res) => {
         };
       });
       const enc = encodeInferResponse(
-        { model: model.name, version: version.version, outputs },
+        { model: model.name, version: spec.version, outputs },
         v.outputs,
         v.binaryDataOutput,
       );

@@ -14,6 +14,7 @@ import { BufferPool, type Engine, type EngineModelSpec } from '@ge-mesh/runtime'
 import { createEngine } from '../../services/worker/src/engines.js';
 import { executeBatch, STORED_REQUEST_LOST, type StoredRequests } from '../../services/worker/src/execute-batch.js';
 import { tinyRequest } from '../support/batcher-fixtures.js';
+import { engineSpecOf } from '../support/engine-spec.js';
 import { DEMO_REPOSITORY } from '../support/mesh-harness.js';
 import { Reference, toleranceRatio } from '../support/reference.js';
 
@@ -29,22 +30,7 @@ describe('a lane runs stored requests', () => {
   const ref = new Reference();
 
   before(async () => {
-    const m = await loadModel(DEMO_REPOSITORY, 'tiny');
-    const v = m.versions[0];
-    assert.ok(v);
-    spec = {
-      name: 'tiny',
-      version: v.version,
-      modelPath: v.modelPath,
-      inputs: m.config.input,
-      outputs: m.config.output,
-      tiers: m.config.tiers,
-      batched: true,
-      parameters: {},
-      threads: 1,
-      stream: 0,
-      deviceId: 0,
-    };
+    spec = engineSpecOf(await loadModel(DEMO_REPOSITORY, 'tiny'), { threads: 1 });
     engine = await createEngine({ ...spec, runtime: 'ort' });
   });
   after(async () => {
