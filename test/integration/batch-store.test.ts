@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
+import { BatchStore, levelPolicy, parseLanesNotice, queueTimeoutUs } from '@ge-mesh/store';
 import { REDIS_URL, uniqueNamespace } from '../support/mesh-harness.js';
 
 /**
@@ -116,7 +116,14 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.finishBatch('L2', 'L', { tier: 4, ms: 20 }), true);
     assert.deepEqual(await store.tierCosts('L'), new Map([[4, 12]]));
     for (let i = 0; i < 50 && heard.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.deepEqual(heard, ['L1', 'L2']);
+    // Each notice carries the model's batches still in flight: L2 after L1 finished, L3 after L2.
+    assert.deepEqual(heard, ['L1 1', 'L2 1']);
+    assert.deepEqual(heard.map(parseLanesNotice), [
+      { batchId: 'L1', inFlight: 1 },
+      { batchId: 'L2', inFlight: 1 },
+    ]);
+    // A notice of an older service (the batch id alone) has no count: the batcher reads it again.
+    assert.deepEqual(parseLanesNotice('L1'), { batchId: 'L1' });
     await sub.quit();
   });
 

@@ -346,9 +346,10 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
       `registry:control:${a}`,
       'registry:worker:w1',
       'registry:worker:w1',
-      `lanes:${c}:c1`,
-      `lanes:${c}:c2`,
-      `lanes:${c}:c2`,
+      // '<batchId> <batches still in flight>'
+      `lanes:${c}:c1 0`,
+      `lanes:${c}:c2 0`,
+      `lanes:${c}:c2 0`,
     ].sort(),
   );
   await sub.quit();

@@ -13,13 +13,15 @@
   ARGV[2]   now, ms since the epoch
   ARGV[3]   pub/sub channel of the model's lanes   <ns>:lanes:<model> (a channel, not a key)
 
+  Publishes '<batchId> <n>' on ARGV[3], n the model's batches still in flight (as finish-batch).
+
   Returns
      1   marked failed
      0   already done or failed: nothing changed but the lane slot
     -1   no manifest (expired, or Redis lost it); the lane slot is freed all the same
 ]]
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[3], ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[1] .. ' ' .. redis.call('ZCOUNT', KEYS[2], '(' .. ARGV[2], '+inf'))
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then
   return -1

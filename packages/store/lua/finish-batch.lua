@@ -19,6 +19,10 @@
   ARGV[5]   ms the run held its lane
   ARGV[6]   TTL of the tier costs, ms
 
+  Publishes '<batchId> <n>' on ARGV[3], n the model's batches still in flight (lapsed entries
+  excluded): a batcher that is not forming a batch at that moment takes n as its count, without
+  reading it back.
+
   Returns
      1   done
     -1   no manifest (expired, or Redis lost it); the lane slot is freed all the same
@@ -27,7 +31,7 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 if #KEYS > 3 then
   redis.call('UNLINK', unpack(KEYS, 4))
 end
-redis.call('PUBLISH', ARGV[3], ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[1] .. ' ' .. redis.call('ZCOUNT', KEYS[2], '(' .. ARGV[2], '+inf'))
 if ARGV[4] ~= '' then
   local ms = tonumber(ARGV[5])
   local old = tonumber(redis.call('HGET', KEYS[3], ARGV[4]))

@@ -48,6 +48,19 @@ export type StartBatchResult =
 /** A manifest as read back from Redis. */
 export type Manifest = NewBatch & { state: BatchState; createdAt: number };
 
+/** What finish-batch and fail-batch publish on a model's lanes channel. */
+export interface LanesNotice {
+  batchId: string;
+  /** The model's batches still in flight just after; absent from a service that does not say. */
+  inFlight?: number;
+}
+
+export function parseLanesNotice(message: string): LanesNotice {
+  const [batchId = '', n] = message.split(' ');
+  const inFlight = n === undefined ? Number.NaN : Number(n);
+  return Number.isInteger(inFlight) && inFlight >= 0 ? { batchId, inFlight } : { batchId };
+}
+
 /** Tier costs not refreshed for this long are forgotten. */
 const TIER_COST_TTL_MS = 60 * 60_000;
 

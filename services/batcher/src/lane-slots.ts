@@ -1,5 +1,5 @@
 import type { Broker, Channel } from '@ge-mesh/broker';
-import { type BatchStore, WorkerRegistry } from '@ge-mesh/store';
+import { type BatchStore, parseLanesNotice, WorkerRegistry } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 
 const POLL_MS = 1_000;
@@ -30,6 +30,8 @@ export class LaneSlots {
   /** In-flight batches as last read or counted; undefined = read Redis next time. */
   private known?: number;
   private reads = 0;
+  /** create-batch calls of this batcher under way (their effect on a notified count is unknown). */
+  private recording = 0;
 
   constructor(
     private readonly broker: Broker,
@@ -47,8 +49,12 @@ export class LaneSlots {
   async start(): Promise<void> {
     this.sub = this.store.redis.duplicate();
     this.sub.on('error', (err: Error) => this.log.warn({ err: err.message }, 'lane notifications: redis error'));
-    this.sub.on('message', () => {
+    this.sub.on('message', (_channel: string, message: string) => {
       this.invalidate();
+      // The count just after the finish, unless a batch of ours is being recorded meanwhile (it
+      // may or may not be in that count): then it is read again when next needed.
+      const { inFlight } = parseLanesNotice(message);
+      if (inFlight !== undefined && this.recording === 0) this.known = inFlight;
       this.onChange();
     });
     await this.sub.subscribe(this.store.lanesChannel(this.model));
@@ -75,14 +81,31 @@ export class LaneSlots {
     return this.known;
   }
 
-  /** This batcher recorded a batch (create-batch took a slot). */
-  formed(): void {
-    if (this.known !== undefined) this.known++;
-  }
-
-  /** create-batch reported the count. */
-  observed(inFlight: number): void {
-    this.known = inFlight;
+  /** This batcher calls create-batch; `recorded` is told what came of it. */
+  forming(): { recorded(took: boolean): void; observed(inFlight: number): void; failed(): void } {
+    this.recording++;
+    let open = true;
+    const end = () => {
+      if (open) this.recording--;
+      open = false;
+    };
+    return {
+      /** create-batch ran: it took a lane slot, or not (the count is unchanged). */
+      recorded: (took) => {
+        end();
+        if (took && this.known !== undefined) this.known++;
+      },
+      /** create-batch refused for want of a lane and reported the count. */
+      observed: (inFlight) => {
+        end();
+        this.known = inFlight;
+      },
+      /** No answer from Redis: the count is read again when next needed. */
+      failed: () => {
+        end();
+        this.invalidate();
+      },
+    };
   }
 
   private invalidate(): void {

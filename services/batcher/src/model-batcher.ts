@@ -458,7 +458,6 @@ export class ModelBatcher {
         const members = pending.slice(0, d.take);
         this.queue.remove(members);
         const formed = await this.form(members, d.tier, d.rows, limits.total);
-        if (formed === 'ok') this.slots.formed();
         if (formed === 'no-lane') {
           wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
           break;
@@ -526,6 +525,7 @@ export class ModelBatcher {
   ): Promise<'ok' | 'no-lane' | 'error'> {
     const batchId = randomUUID();
     const version = members[0]?.item.req.version ?? '';
+    const slot = this.slots.forming();
     let res: Awaited<ReturnType<BatchStore['createBatch']>>;
     try {
       res = await this.store.createBatch(
@@ -546,10 +546,12 @@ export class ModelBatcher {
         { maxInFlight, queueKeys: [...new Set(members.flatMap((m) => this.queueKeys.get(m.level) ?? []))] },
       );
     } catch (err) {
+      slot.failed();
       this.log.error({ err, model: this.model.name }, 'batch not recorded; retrying');
       for (const m of members) this.queue.push(m);
       return 'error';
     }
+    slot.recorded(res.ok);
     if (res.ok) {
       crashPoint('recorded', this.log);
       this.track(this.publish(batchId, version, members, tier, rows));
@@ -566,7 +568,7 @@ export class ModelBatcher {
       return 'ok';
     }
     for (const m of members) this.queue.push(m);
-    if (res.reason === 'no-lane') this.slots.observed(res.inFlight);
+    if (res.reason === 'no-lane') slot.observed(res.inFlight);
     return res.reason === 'no-lane' ? 'no-lane' : 'error';
   }
 
