@@ -89,7 +89,14 @@ describe('one GE load per device through the worker (CANN simulator)', {
 
   it("the 4 lanes of a model join one session, the other model's lane has its own", () => {
     const x4 = loads('dense_x4');
-    assert.deepEqual(x4.map((l) => l.sessionLoads).sort(), [1, 2, 3, 4]);
+    // Each lane reports the session's loads when it logs (lanes load at once, so two may both read
+    // 4): the lane that joined last reads all four, and none reads more; own sessions would read 1 each.
+    const seen = x4.map((l) => l.sessionLoads);
+    assert.equal(Math.max(...seen), 4, JSON.stringify(seen));
+    assert.ok(
+      seen.every((n) => n >= 1 && n <= 4),
+      JSON.stringify(seen),
+    );
     assert.deepEqual(x4.map((l) => l.lane).sort(), [0, 1, 2, 3]);
     assert.deepEqual(
       loads('dense_x1').map((l) => l.sessionLoads),
