@@ -1,4 +1,4 @@
-import { elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
+import { elementCount, elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import type { BufferPool } from './buffer-pool.js';
 import type { EngineTensor, EngineTensorSpec } from './engine.js';
 
@@ -29,7 +29,7 @@ export function assembleBatch(
       continue;
     }
     const rowShape = first.shape.slice(1);
-    const rowBytes = rowElements(rowShape) * elementSize(spec.dataType);
+    const rowBytes = elementCount(rowShape) * elementSize(spec.dataType);
     const buf = pool.get(`${spec.name}@${tier}`, rowBytes * tier);
     let offset = 0;
     for (const m of members) {
@@ -80,12 +80,6 @@ export function sliceOutputs(
     });
   }
   return perMember;
-}
-
-function rowElements(shape: readonly number[]): number {
-  let n = 1;
-  for (const d of shape) n *= d;
-  return n;
 }
 
 /** A copy, also when given a Buffer (whose slice() is a view). */

@@ -1,4 +1,4 @@
-import { type DataType, elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
+import { type DataType, elementCount, elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import type { BufferPool } from './buffer-pool.js';
 import type { EngineTensor, EngineTensorSpec } from './engine.js';
 
@@ -51,7 +51,7 @@ export function assembleGearBatch(
     const rowDims = gear.dims[spec.name];
     if (!rowDims) throw new MeshError('INTERNAL', `gear ${gear.index} has no shape for input '${spec.name}'`);
     const size = elementSize(spec.dataType);
-    const rowBytes = product(rowDims) * size;
+    const rowBytes = elementCount(rowDims) * size;
     const buf = pool.get(`${spec.name}@g${gear.index}`, rowBytes * gear.batch);
     const pad = gears.padValues[spec.name];
     const padBytes = pad === undefined ? undefined : encodeScalar(spec.dataType, pad);
@@ -60,7 +60,7 @@ export function assembleGearBatch(
       const t = m.inputs.find((x) => x.name === spec.name);
       if (!t) throw new MeshError('INTERNAL', `batch member has no input '${spec.name}'`);
       const memberRow = gears.batched ? t.shape.slice(1) : t.shape;
-      const memberRowBytes = product(memberRow) * size;
+      const memberRowBytes = elementCount(memberRow) * size;
       if (t.data.byteLength !== memberRowBytes * m.rows || memberRow.length !== rowDims.length) {
         throw new MeshError('INTERNAL', `batch member input '${spec.name}' does not match the batch layout`);
       }
@@ -104,7 +104,7 @@ export function sliceGearOutputs(
     if (!t) throw new MeshError('EXECUTION_FAILED', `the model produced no output '${spec.name}'`);
     const size = elementSize(spec.dataType);
     const runRow = batched ? t.shape.slice(1) : [...t.shape];
-    const runRowBytes = product(runRow) * size;
+    const runRowBytes = elementCount(runRow) * size;
     let row = 0;
     members.forEach((m, i) => {
       const memberRow = [...runRow];
@@ -122,7 +122,7 @@ export function sliceGearOutputs(
       if (sameDims(memberRow, runRow)) {
         data = Uint8Array.prototype.slice.call(src);
       } else {
-        const memberRowBytes = product(memberRow) * size;
+        const memberRowBytes = elementCount(memberRow) * size;
         data = new Uint8Array(memberRowBytes * rows);
         for (let r = 0; r < rows; r++) {
           copyBlock(
@@ -145,12 +145,6 @@ export function sliceGearOutputs(
     });
   }
   return perMember;
-}
-
-function product(dims: readonly number[]): number {
-  let n = 1;
-  for (const d of dims) n *= d;
-  return n;
 }
 
 function sameDims(a: readonly number[], b: readonly number[]): boolean {
@@ -179,7 +173,7 @@ function copyBlock(
   const dstStrides = strides(dstDims, size);
   const runBytes = (extent[rank - 1] as number) * size;
   const index = new Array<number>(rank - 1).fill(0);
-  const outer = product(extent.slice(0, rank - 1));
+  const outer = elementCount(extent.slice(0, rank - 1));
   for (let n = 0; n < outer; n++) {
     let s = 0;
     let d = 0;
