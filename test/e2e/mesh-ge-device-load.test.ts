@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { batchTiers, deviceMemory, finalizeGe, GeModel, initGe } from '@ge-mesh/ge-bridge';
-import { createPrng, encodeModel, GraphBuilder, makeModel } from '@ge-mesh/onnx';
+import { createPrng } from '@ge-mesh/onnx';
 import { skipUnlessSimulator } from '../native/support.js';
+import { denseReluModel } from '../support/dense-model.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
 
@@ -28,15 +29,6 @@ const FP32 = { 'ge.exec.precision_mode_v2': 'origin' };
 /** The simulator's aclrtMalloc charge (native/README.md): round_up(size, 32) + 32. */
 const charge = (bytes: number) => Math.ceil(bytes / 32) * 32 + 32;
 const WEIGHTS = charge(N * K * 4) + charge(N * 4);
-
-function denseModel(): Uint8Array {
-  const g = new GraphBuilder('dense');
-  const h = g.op('Gemm', [g.input('x', 'FP32', ['batch', K]), g.floats('w', [N, K], W), g.floats('b', [N], B)], {
-    transB: { kind: 'int', value: 1 },
-  });
-  g.output(g.op('Relu', [h], {}, 'y'), 'FP32', ['batch', N]);
-  return encodeModel(makeModel(g.build()));
-}
 
 const config = (name: string, lanes: number) =>
   [
@@ -61,7 +53,7 @@ describe('one GE load per device through the worker (CANN simulator)', {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gemesh-device-load-'));
-    const bytes = denseModel();
+    const bytes = denseReluModel(K, N, W, B);
     for (const [name, lanes] of [
       ['dense_x4', 4],
       ['dense_x1', 1],

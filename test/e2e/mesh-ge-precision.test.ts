@@ -3,9 +3,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createPrng, encodeModel, GraphBuilder, makeModel } from '@ge-mesh/onnx';
+import { createPrng } from '@ge-mesh/onnx';
 import * as ort from 'onnxruntime-node';
 import { skipUnlessSimulator } from '../native/support.js';
+import { denseReluModel } from '../support/dense-model.js';
 import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { dotErrorBound, formatSummary, summarize } from '../support/precision-bound.js';
 
@@ -21,15 +22,6 @@ const N = 16;
 const rng = createPrng(77);
 const W = rng.floats(N * K, -0.25, 0.25);
 const B = rng.floats(N, -0.5, 0.5);
-
-function mlpModel(): Uint8Array {
-  const g = new GraphBuilder('dense');
-  const h = g.op('Gemm', [g.input('x', 'FP32', ['batch', K]), g.floats('w', [N, K], W), g.floats('b', [N], B)], {
-    transB: { kind: 'int', value: 1 },
-  });
-  g.output(g.op('Relu', [h], {}, 'y'), 'FP32', ['batch', N]);
-  return encodeModel(makeModel(g.build()));
-}
 
 function config(name: string, precision?: string): string {
   const lines = [
@@ -76,7 +68,7 @@ describe('end to end at bf16: GE precision through the mesh (CANN simulator)', {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gemesh-precision-'));
-    const bytes = mlpModel();
+    const bytes = denseReluModel(K, N, W, B);
     for (const [name, precision] of [
       ['dense_bf16', 'mixed_bfloat16'],
       ['dense_default', undefined],
