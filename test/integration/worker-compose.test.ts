@@ -307,7 +307,7 @@ describe('docker compose (static)', () => {
     assert.match(stage, /^ENTRYPOINT \["infra\/docker\/worker-ascend-entrypoint\.sh"\]$/m);
     assert.match(
       stage,
-      /^CMD \["node", "--single-threaded-gc", "--import", "tsx", "services\/worker\/src\/main\.ts"\]$/m,
+      /^CMD \["node", "--single-threaded-gc", "--no-incremental-marking", "--import", "tsx", "services\/worker\/src\/main\.ts"\]$/m,
     );
   });
 

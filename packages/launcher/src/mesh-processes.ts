@@ -21,8 +21,22 @@ const SERVICE_ENTRY = (s: string) => `${ROOT}services/${s}/src/main.ts`;
  * test/bench/profile.ts counters): write syscalls per request from 150–230 to
  * 6–34 in the gateway, batcher and worker, CPU per request 14–19 % lower; no
  * change on tiny. On a host with cores to spare per service, drop it.
+ *
+ * --no-incremental-marking: a 600 KB request leaves several short-lived
+ * buffers in every process it crosses (socket reads, frames, messages). V8
+ * counts them as external memory and, every 64 MB of it, starts an
+ * incremental full GC, although the next scavenge would free them: with
+ * resnet18 requests that was a mark-compact every ~10 requests in each service,
+ * 40–70 ms of marking in small steps each, ~40 % of the batcher's CPU. Without
+ * incremental marking that pressure is left to the scavenges, and a full GC
+ * runs only when the old generation fills, in one pause (tens of ms on these
+ * services' ~16 MB heaps). Measured side by side (test/bench/compare-revisions.ts):
+ * resnet18 at c=16 37 → 53 infer/s, 47.9 → 32.4 ms CPU per request; tiny, whose
+ * requests leave no such buffers, 10–15 % fewer infer/s at c=64 and no change
+ * at c=1 and c=16. Images are what the mesh carries most; for a mesh serving only
+ * small inputs at its peak, `--incremental-marking` after these flags undoes it.
  */
-export const SERVICE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', '--no-incremental-marking'];
 
 export type ServiceName = 'gateway' | 'batcher' | 'worker';
 
