@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decode, encode, encodeOwned, tensorBytes } from '@ge-mesh/protocol';
+import { decode, encode, encodeOwned, tensorBytes, withEncoded } from '@ge-mesh/protocol';
 
 /** Large messages get buffers of their own size; small ones share msgpackr's; all round-trip. */
 describe('message encoding', () => {
@@ -47,5 +47,56 @@ describe('message encoding', () => {
       structuredClone(owned, { transfer: [owned.buffer as ArrayBuffer] });
       assert.deepEqual(decode(shared), { keep: 'me' }, `after transferring ${bytes} bytes`);
     }
+  });
+
+  it('withEncoded packs large messages into one buffer kept between calls, and hands each its own bytes', () => {
+    const m1 = big(6, 602_112);
+    const m2 = big(7, 602_112);
+    const seen: Array<{ buffer: ArrayBufferLike; copy: Buffer }> = [];
+    for (const m of [m1, m2]) {
+      const r = withEncoded(m, tensorBytes(m.inputs), (b) => {
+        seen.push({ buffer: b.buffer, copy: Buffer.from(b) });
+        return b.byteLength;
+      });
+      assert.equal(r, seen.at(-1)?.copy.byteLength, "use's result is returned");
+    }
+    assert.equal(seen[0]?.buffer, seen[1]?.buffer, "the second message reused the first one's buffer");
+    assert.deepEqual(
+      Buffer.from(decode<typeof m1>(seen[0]?.copy ?? Buffer.alloc(0)).inputs[0]?.data ?? []),
+      Buffer.from(m1.inputs[0]?.data ?? []),
+    );
+    assert.deepEqual(
+      Buffer.from(decode<typeof m2>(seen[1]?.copy ?? Buffer.alloc(0)).inputs[0]?.data ?? []),
+      Buffer.from(m2.inputs[0]?.data ?? []),
+    );
+  });
+
+  it('withEncoded inside withEncoded packs into another buffer: the outer bytes stay intact', () => {
+    const outer = big(8, 300_000);
+    const inner = big(9, 300_000);
+    withEncoded(outer, tensorBytes(outer.inputs), (a) => {
+      const before = Buffer.from(a);
+      withEncoded(inner, tensorBytes(inner.inputs), (b) => {
+        assert.notEqual(b.buffer, a.buffer);
+        assert.equal(decode<typeof inner>(b).id, 'r9');
+      });
+      assert.deepEqual(a, before);
+    });
+  });
+
+  it('withEncoded encodes a small message as encode does, and a small one after a large one intact', () => {
+    const big1 = big(10, 100_000);
+    const small = withEncoded({ id: 's', n: 2 }, 0, (b) => decode(b));
+    assert.deepEqual(small, { id: 's', n: 2 });
+    let kept: Buffer | undefined;
+    withEncoded(big1, tensorBytes(big1.inputs), () => {
+      kept = encode({ id: 'after', n: 3 });
+    });
+    withEncoded(big1, tensorBytes(big1.inputs), () => undefined);
+    assert.deepEqual(
+      decode(kept ?? Buffer.alloc(0)),
+      { id: 'after', n: 3 },
+      'not overwritten by the next large message',
+    );
   });
 });

@@ -23,6 +23,7 @@ import {
   TRITON_MESSAGES,
   versionMismatch,
   type WireError,
+  withEncoded,
 } from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
@@ -591,11 +592,13 @@ export class ModelBatcher {
     const traced = traceBatch(this.model.name, batchId, members, tier, rows);
     try {
       const bytes = members.reduce((n, m) => n + m.item.msg.content.byteLength, 0);
-      await this.broker.send(
-        this.topo.batches(this.model.name),
-        encode(body, bytes),
-        { persistent: this.broker.persistent, messageId: batchId },
-        traced?.context,
+      await withEncoded(body, bytes, (encoded) =>
+        this.broker.send(
+          this.topo.batches(this.model.name),
+          encoded,
+          { persistent: this.broker.persistent, messageId: batchId },
+          traced?.context,
+        ),
       );
       traced?.end();
     } catch (err) {

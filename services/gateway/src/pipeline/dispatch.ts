@@ -10,6 +10,7 @@ import {
   storedEnvelope,
   TRITON_MESSAGES,
   tensorBytes,
+  withEncoded,
 } from '@ge-mesh/protocol';
 import type { BatchStore } from '@ge-mesh/store';
 import { SpanKind } from '@ge-mesh/telemetry/tracing';
@@ -109,7 +110,7 @@ export class Dispatch {
     // Wait first, so a reply racing the confirm is not missed.
     const reply = this.replies.wait(id, waitMs + DEADLINE_SLACK_MS);
     const publishing = opts.trace?.step('gateway publish', SpanKind.PRODUCER);
-    const queued = this.encodeBody(msg).then((body) => this.publish(model.name, msg.id, body, publishing));
+    const queued = this.encodeAndPublish(msg, publishing);
     // A confirm that never comes (a silent, half-open broker) must not outlast the deadline: the
     // reply wait ends it then, with a timeout.
     const first = await Promise.race([queued, reply.then(() => 'ended' as const)]);
@@ -162,24 +163,30 @@ export class Dispatch {
   }
 
   /**
-   * The message to publish: the whole request, or, for a large one in fast
-   * mode, its envelope once the request is stored in Redis. Durable mode keeps
-   * requests whole: the quorum queue is what makes them survive a broker
-   * restart, and Redis (appendfsync everysec) promises less. With Redis away
-   * the request travels whole.
+   * Publish the whole request, or, for a large one in fast mode, its envelope
+   * once the request is stored in Redis. Durable mode keeps requests whole:
+   * the quorum queue is what makes them survive a broker restart, and Redis
+   * (appendfsync everysec) promises less. With Redis away the request travels
+   * whole.
    */
-  private async encodeBody(msg: InferRequestMessage): Promise<Buffer> {
+  private encodeAndPublish(msg: InferRequestMessage, step: PublishStep | undefined): Promise<'queued' | 'refused'> {
     const bytes = tensorBytes(msg.inputs);
-    const body = encode(msg, bytes);
     const large = this.large;
-    if (!large || large.minBytes === 0 || bytes < large.minBytes || this.broker.persistent) return body;
-    if (large.store.health && !large.store.health.connected) return body;
-    try {
-      await large.store.storeRequestBody(msg.model, msg.id, body, msg.deadline - Date.now() + STORED_SLACK_MS);
-    } catch {
-      return body;
-    }
-    return encode(storedEnvelope(msg));
+    const storable =
+      large &&
+      large.minBytes > 0 &&
+      bytes >= large.minBytes &&
+      !this.broker.persistent &&
+      (!large.store.health || large.store.health.connected);
+    if (!storable) return withEncoded(msg, bytes, (body) => this.publish(msg.model, msg.id, body, step));
+    const body = encode(msg, bytes);
+    return large.store
+      .storeRequestBody(msg.model, msg.id, body, msg.deadline - Date.now() + STORED_SLACK_MS)
+      .then(
+        () => encode(storedEnvelope(msg)),
+        () => body,
+      )
+      .then((sent) => this.publish(msg.model, msg.id, sent, step));
   }
 }
 
