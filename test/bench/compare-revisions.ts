@@ -8,6 +8,9 @@
  *   git worktree add /tmp/base <rev> && (cd /tmp/base && pnpm install --offline)
  *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--model tiny] [--rounds 3] [--window 3000]
  *
+ * `--base-node-args="--some-v8-flag"` starts the base side's services with extra node flags; with
+ * `--base .` that compares two flag sets on this tree.
+ *
  * `--model clip_sim` runs the benchmark's simulated NPU (one device, 8 streams, the simulator's timing mode).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -24,6 +27,8 @@ const { values } = parseArgs({
     model: { type: 'string', default: 'tiny' },
     rounds: { type: 'string', default: '3' },
     window: { type: 'string', default: '3000' },
+    /** V8/node flags for the base side only (appended, so they override the launcher's): an A/B of flags on one tree. */
+    'base-node-args': { type: 'string', default: '' },
     out: { type: 'string', default: join(ROOT, 'test/bench/results') },
   },
 });
@@ -50,8 +55,9 @@ const opts = simulated
       logLevel: 'warn',
       flags: { batcher: ['--models', model], worker: ['--models', model] },
     };
+const baseNodeArgs = values['base-node-args'].split(' ').filter(Boolean);
 const sides: Side[] = [
-  { label: 'before', mesh: await base.startTestMesh(opts) },
+  { label: 'before', mesh: await base.startTestMesh(baseNodeArgs.length ? { ...opts, nodeArgs: baseNodeArgs } : opts) },
   { label: 'after', mesh: await startTestMesh(opts) },
 ];
 // tiny measures the mesh's own cost; a real model (resnet18) is bound by compute and tensor bytes.

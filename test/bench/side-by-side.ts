@@ -49,7 +49,8 @@ export async function sideBySide(
       { lat: number[]; answered: number; errors: number; secs: number; cpu: number; counted: number }
     >();
     for (let round = 0; round < o.rounds; round++) {
-      for (const side of sides) {
+      // Each side goes first in every other round, so neither always runs on the heels of the other.
+      for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
         const target = await httpTarget({
           url: side.mesh.url,
           model: o.model,
