@@ -153,7 +153,12 @@ const ENVELOPE_BYTES = 16 * 1024;
  */
 export function encode(msg: unknown, tensorBytes = 0): Buffer {
   if (tensorBytes < OWN_BUFFER_BYTES) return packr.pack(msg);
-  packr.useBuffer(Buffer.allocUnsafeSlow(tensorBytes + ENVELOPE_BYTES));
+  return packInto(Buffer.allocUnsafeSlow(tensorBytes + ENVELOPE_BYTES), msg);
+}
+
+/** Pack one message at the start of `buffer` (msgpackr grows past it if it must). */
+function packInto(buffer: Buffer, msg: unknown): Buffer {
+  packr.useBuffer(buffer);
   try {
     return packr.pack(msg);
   } finally {
@@ -179,15 +184,8 @@ export function withEncoded<T>(msg: unknown, tensorBytes: number, use: (bytes: B
   if (tensorBytes < OWN_BUFFER_BYTES || need > KEPT_BUFFER_MAX_BYTES) return use(encode(msg, tensorBytes));
   const buffer = kept && kept.byteLength >= need ? kept : Buffer.allocUnsafeSlow(need);
   kept = undefined; // taken: a withEncoded inside `use` packs into a buffer of its own
-  let bytes: Buffer;
-  packr.useBuffer(buffer);
   try {
-    bytes = packr.pack(msg);
-  } finally {
-    packr.useBuffer(Buffer.allocUnsafeSlow(8192));
-  }
-  try {
-    return use(bytes);
+    return use(packInto(buffer, msg));
   } finally {
     kept = buffer;
   }
