@@ -33,8 +33,10 @@ const SERVICE_ENTRY = (s: string) => `${ROOT}services/${s}/src/main.ts`;
  * services' ~16 MB heaps). Measured side by side (test/bench/compare-revisions.ts):
  * resnet18 at c=16 37 → 53 infer/s, 47.9 → 32.4 ms CPU per request; tiny, whose
  * requests leave no such buffers, 10–15 % fewer infer/s at c=64, 0–10 % at
- * c=16, none at c=1 (two runs). Images are what the mesh carries most; for a mesh serving only
- * small inputs at its peak, `--incremental-marking` after these flags undoes it.
+ * c=16, none at c=1 (two runs), all of it in the worker, whose flag also earns
+ * a fifth of resnet18's gain. Images are what the mesh carries most; for a
+ * mesh serving only small inputs at its peak, `--incremental-marking` after
+ * these flags undoes it.
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc', '--no-incremental-marking'];
 
