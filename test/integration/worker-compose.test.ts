@@ -318,4 +318,15 @@ describe('docker compose (static)', () => {
     for (const c of services)
       assert.deepEqual(c.slice(0, 1 + SERVICE_NODE_FLAGS.length), ['node', ...SERVICE_NODE_FLAGS]);
   });
+
+  it("each service's own start script runs node with the launcher's V8 flags", () => {
+    for (const service of ['gateway', 'batcher', 'worker']) {
+      const pkg = JSON.parse(read(`services/${service}/package.json`)) as { scripts: { start: string } };
+      assert.equal(
+        pkg.scripts.start,
+        ['node', ...SERVICE_NODE_FLAGS, '--import', 'tsx', 'src/main.ts'].join(' '),
+        service,
+      );
+    }
+  });
 });

@@ -1,30 +1,18 @@
+import type { Gear, OutputDimLink } from '@ge-mesh/model-repository';
 import { type DataType, elementCount, elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import type { BufferPool } from './buffer-pool.js';
 import type { EngineTensor, EngineTensorSpec } from './engine.js';
 
-/** One compiled shape of a model with gears over non-batch dims (see the model repository's gears.ts). */
-export interface EngineGear {
-  readonly index: number;
-  /** Rows it runs; 1 without a batch dim. */
-  readonly batch: number;
-  /** Dims of one row of every input (the whole shape without a batch dim). */
-  readonly dims: Readonly<Record<string, readonly number[]>>;
-}
+// A gear and an output's dim links are what the model repository computes from the config (gears.ts).
+export type { Gear, OutputDimLink };
 
 export interface EngineGears {
-  readonly gears: readonly EngineGear[];
+  readonly gears: readonly Gear[];
   /** The inputs the gears fill. */
   readonly inputs: readonly string[];
   /** Inputs that may be padded up to a gear, and their pad value. */
   readonly padValues: Readonly<Record<string, number>>;
   readonly batched: boolean;
-}
-
-/** An output dim (full-shape index) as long as an input dim (full-shape index). */
-export interface OutputDimLink {
-  readonly dim: number;
-  readonly input: string;
-  readonly inputDim: number;
 }
 
 /** A member of a batch run on a gear: its inputs (full shapes) and rows. */
@@ -42,7 +30,7 @@ export interface GearMemberRows {
 export function assembleGearBatch(
   specs: readonly EngineTensorSpec[],
   members: readonly GearMemberRows[],
-  gear: EngineGear,
+  gear: Gear,
   gears: EngineGears,
   pool: BufferPool,
 ): Map<string, EngineTensor> {
