@@ -88,6 +88,8 @@ const div = (a: number | undefined, b: number | undefined) => (a !== undefined &
 const engineBest = (d: BenchData, model: string) =>
   d.engine.filter((r) => r.model === model).sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
 
+const CLIP_P99_BOUND_US = 150_000;
+
 /** The targets the mesh is held to, each with what this run measured. */
 export function targets(d: BenchData): Target[] {
   const out: Target[] = [];
@@ -126,15 +128,19 @@ export function targets(d: BenchData): Target[] {
     target: '≥ 0.8×',
     ...(re !== undefined ? { met: re >= 0.8 } : {}),
   });
-  const clip = d.clip.rows.find((r) => r.setup === 'GE Mesh' && r.devices === 1)?.best;
+  // Throughput under a latency bound: the busiest load whose p99 stays within 150 ms (else the busiest).
+  const clipLevels = sweepOf(d, d.clip.model.name, 'GE Mesh, 1 simulated NPU')?.results ?? [];
+  const clip =
+    [...clipLevels].filter((r) => r.p99Us <= CLIP_P99_BOUND_US).sort((a, b) => b.inferPerSec - a.inferPerSec)[0] ??
+    d.clip.rows.find((r) => r.setup === 'GE Mesh' && r.devices === 1)?.best;
   const ceiling = modelledCeiling(d.clip.model);
   const rc = div(clip?.inferPerSec, ceiling);
   out.push({
-    what: `${d.clip.model.name}, 1 simulated NPU: mesh / modelled ceiling, p99 at that load`,
+    what: `${d.clip.model.name}, 1 simulated NPU: mesh / modelled ceiling at the busiest load with p99 ≤ 150 ms`,
     ratio: rc,
     measured: `${num(clip?.inferPerSec)} / ${num(ceiling)} infer/s (c=${clip?.level ?? '–'}), p99 ${ms(clip?.p99Us)} ms`,
     target: '≥ 0.8× with p99 ≤ 150 ms',
-    ...(rc !== undefined && clip ? { met: rc >= 0.8 && clip.p99Us <= 150_000 } : {}),
+    ...(rc !== undefined && clip ? { met: rc >= 0.8 && clip.p99Us <= CLIP_P99_BOUND_US } : {}),
   });
   const s1 = d.scaling.rows.find((r) => r.devices === 1)?.result;
   const s4row = d.scaling.rows.find((r) => r.devices === 4);

@@ -8,8 +8,9 @@
  *   git worktree add /tmp/base <rev> && (cd /tmp/base && pnpm install --offline)
  *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--model tiny] [--rounds 3] [--window 3000]
  *
- * `--base-node-args="--some-v8-flag"` starts the base side's services with extra node flags; with
- * `--base .` that compares two flag sets on this tree.
+ * `--base-node-args="--some-v8-flag"` starts the base side's services with extra node flags, and
+ * `--base-env="GEMESH_X=1 GEMESH_Y=2"` with extra environment; with `--base .` either compares two
+ * settings on this tree.
  *
  * `--model clip_sim` runs the benchmark's simulated NPU (one device, 8 streams, the simulator's timing mode).
  */
@@ -29,6 +30,8 @@ const { values } = parseArgs({
     window: { type: 'string', default: '3000' },
     /** V8/node flags for the base side only (appended, so they override the launcher's): an A/B of flags on one tree. */
     'base-node-args': { type: 'string', default: '' },
+    /** Environment for the base side only (`K=V` pairs, space-separated): an A/B of settings on one tree. */
+    'base-env': { type: 'string', default: '' },
     out: { type: 'string', default: join(ROOT, 'test/bench/results') },
   },
 });
@@ -56,8 +59,19 @@ const opts = simulated
       flags: { batcher: ['--models', model], worker: ['--models', model] },
     };
 const baseNodeArgs = values['base-node-args'].split(' ').filter(Boolean);
+const baseEnv = Object.fromEntries(
+  values['base-env']
+    .split(' ')
+    .filter(Boolean)
+    .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+);
+const baseOpts = {
+  ...opts,
+  ...(baseNodeArgs.length ? { nodeArgs: baseNodeArgs } : {}),
+  env: { ...('env' in opts ? opts.env : {}), ...baseEnv },
+};
 const sides: Side[] = [
-  { label: 'before', mesh: await base.startTestMesh(baseNodeArgs.length ? { ...opts, nodeArgs: baseNodeArgs } : opts) },
+  { label: 'before', mesh: await base.startTestMesh(baseOpts) },
   { label: 'after', mesh: await startTestMesh(opts) },
 ];
 // tiny measures the mesh's own cost; a real model (resnet18) is bound by compute and tensor bytes.

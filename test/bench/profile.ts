@@ -6,6 +6,8 @@
  *
  *   node --import tsx test/bench/profile.ts [--model tiny] [--rate 600] [--secs 10] [--durability fast|durable] [--top 15]
  *
+ * `--model clip_sim` profiles the benchmark's simulated NPU (one device, 8 streams).
+ *
  * Writes the raw profiles (open them in Chrome DevTools) and a summary to
  * test/bench/results/profile/.
  */
@@ -17,6 +19,7 @@ import { httpTarget, LoadDriver } from '@ge-mesh/loadgen';
 import { Redis } from 'ioredis';
 import { REDIS_URL, startTestMesh } from '../support/mesh-harness.js';
 import { brokerAndRedisPids, cpuSeconds, kernelCounts } from './process-metrics.js';
+import { CLIP_SIM, SIM_AICORES, writeSimRepository } from './sim-models.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,14 +40,21 @@ const log = (s: string) => process.stderr.write(`${s}\n`);
 
 await rm(out, { recursive: true, force: true });
 const durability = values.durability ? ['--durability', values.durability] : [];
+const simulated = model === CLIP_SIM.name;
 const mesh = await startTestMesh({
   models: [model],
   logLevel: 'warn',
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${out}`],
+  ...(simulated
+    ? {
+        modelRepository: await writeSimRepository(CLIP_SIM),
+        env: { GEMESH_SIM_DEVICES: '1', GEMESH_SIM_AICORES: String(SIM_AICORES) },
+      }
+    : {}),
   flags: {
     gateway: durability,
     batcher: [...durability, '--models', model],
-    worker: [...durability, '--models', model],
+    worker: [...durability, '--models', model, ...(simulated ? ['--runtime', 'ge'] : [])],
   },
 });
 const names = new Map(mesh.services.map((s) => [s.child.pid ?? 0, s.name]));

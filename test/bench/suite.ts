@@ -371,7 +371,7 @@ async function clipSim(): Promise<void> {
       const mesh = await startSimMesh(repo, name, devices);
       try {
         const label = `mesh-npu×${devices}`;
-        const spec = { url: mesh.url, model: name, levels: QUICK ? [64] : [16, 64, 256], label, withStats: true };
+        const spec = { url: mesh.url, model: name, levels: QUICK ? [64] : [16, 64, 128, 256], label, withStats: true };
         const results = await meteredSweep(spec, `mesh ${devices} simulated NPU ${name}`, meshProcs(mesh));
         data.sweeps.push({ model: name, setup: `GE Mesh, ${devices} simulated NPU${devices > 1 ? 's' : ''}`, results });
         data.clip.rows.push({ setup: 'GE Mesh', devices, ...bestRow(results) });
