@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { type Durability, topology } from '@ge-mesh/broker';
@@ -74,7 +75,11 @@ export async function startTestMesh(
     async teardown() {
       await mesh.stop();
       if (opts.purge === false) return;
-      await purgeNamespace(namespace, opts.models ?? ['ocr_cls', 'preprocess', 'resnet18', 'text_encoder', 'tiny']);
+      // The gateway declares a request queue for every model of the repository, not only `models`.
+      const repository = await readdir(opts.modelRepository ?? DEMO_REPOSITORY).catch(() => []);
+      await purgeNamespace(namespace, [
+        ...new Set([...(opts.models ?? []), ...repository, 'ocr_cls', 'preprocess', 'resnet18', 'text_encoder', 'tiny']),
+      ]);
     },
   };
 }
