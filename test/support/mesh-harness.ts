@@ -12,6 +12,7 @@ import amqp from 'amqplib';
 export const RABBITMQ_URL = process.env.GEMESH_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 export const REDIS_URL = process.env.GEMESH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const DEMO_REPOSITORY = join(ROOT, 'infra/model_repository');
+const DEMO_MODELS = ['ocr_cls', 'preprocess', 'resnet18', 'text_encoder', 'tiny'];
 /**
  * Durability mode of the meshes tests start (the services read GEMESH_DURABILITY
  * from the environment they inherit); the suite runs once per mode.
@@ -76,10 +77,8 @@ export async function startTestMesh(
       await mesh.stop();
       if (opts.purge === false) return;
       // The gateway declares a request queue for every model of the repository, not only `models`.
-      const repository = await readdir(opts.modelRepository ?? DEMO_REPOSITORY).catch(() => []);
-      await purgeNamespace(namespace, [
-        ...new Set([...(opts.models ?? []), ...repository, 'ocr_cls', 'preprocess', 'resnet18', 'text_encoder', 'tiny']),
-      ]);
+      const repository = await readdir(opts.modelRepository ?? DEMO_REPOSITORY).catch(() => DEMO_MODELS);
+      await purgeNamespace(namespace, [...new Set([...(opts.models ?? []), ...repository])]);
     },
   };
 }
