@@ -184,9 +184,14 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
     onWorkerReady = r;
   });
   const userOnLine = opts.onLine ?? printLine;
+  // Each service's last error (or, failing that, last line): a service that exits during the start
+  // says why in the start's error.
+  const lastWords = new Map<string, { line: string; error: boolean }>();
   opts = {
     ...opts,
     onLine: (svc, line) => {
+      const error = /"level":(50|60)/.test(line); // pino's error and fatal
+      if (error || !lastWords.get(svc)?.error) lastWords.set(svc, { line, error });
       if (svc.startsWith('worker-') && line.includes('"msg":"worker ready"')) {
         workersReady.add(svc);
         if (workersReady.size === (opts.workers ?? 1)) onWorkerReady();
@@ -262,7 +267,14 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
     const url = `http://127.0.0.1:${opts.httpPort}`;
     const failed = Promise.race(
       services.map((s) =>
-        s.exited.then((code) => Promise.reject(new Error(`${s.name} exited with code ${code} during start`))),
+        s.exited.then((code) => {
+          const why = lastWords.get(s.name)?.line;
+          return Promise.reject(
+            new Error(
+              `${s.name} exited with code ${code} during start${why ? `; its last words: ${why.slice(0, 600)}` : ''}`,
+            ),
+          );
+        }),
       ),
     );
     const aborted = new Promise<never>((_, reject) => {
