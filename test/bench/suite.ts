@@ -37,7 +37,6 @@ import {
 import {
   DEMO_REPOSITORY,
   freePort,
-  purgeNamespace,
   RABBITMQ_URL,
   startTestMesh,
   type TestMesh,
@@ -316,7 +315,6 @@ async function meshDurable(): Promise<void> {
     const reason = (err as Error).message.split('\n')[0] ?? 'failed';
     log(`mesh durable: not measured (${reason})`);
     data.sweeps.push({ model: 'tiny', setup: SETUP.meshDurable, results: [], notMeasured: reason });
-    if (!mesh) await purgeNamespace(namespace, ['tiny']).catch(() => undefined);
   } finally {
     await mesh?.teardown();
   }

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { ensureDemoModels } from '@ge-mesh/demo-models';
 import { ROOT } from '@ge-mesh/launcher';
 import {
+  DEMO_MODELS,
   DEMO_REPOSITORY,
   freePort,
   purgeNamespace,
@@ -129,7 +130,7 @@ describe('npm start: the launcher restarts whatever dies', { timeout: 300_000 },
       clearTimeout(t);
     }
     await ref.close();
-    await purgeNamespace(namespace, ['tiny']);
+    await purgeNamespace(namespace, DEMO_MODELS);
   });
 
   it('starts a SIGKILLed gateway again, twice, the second time after a doubled delay; ready again, right answers', async () => {

@@ -12,7 +12,7 @@ import amqp from 'amqplib';
 export const RABBITMQ_URL = process.env.GEMESH_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 export const REDIS_URL = process.env.GEMESH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const DEMO_REPOSITORY = join(ROOT, 'infra/model_repository');
-const DEMO_MODELS = ['ocr_cls', 'preprocess', 'resnet18', 'text_encoder', 'tiny'];
+export const DEMO_MODELS = ['ocr_cls', 'preprocess', 'resnet18', 'text_encoder', 'tiny'];
 /**
  * Durability mode of the meshes tests start (the services read GEMESH_DURABILITY
  * from the environment they inherit); the suite runs once per mode.
@@ -53,7 +53,13 @@ export async function startTestMesh(
   await ensureDemoModels(DEMO_REPOSITORY);
   const namespace = opts.namespace ?? uniqueNamespace('t');
   const lines: string[] = [];
-  const mesh = await startMesh({
+  const purge = async () => {
+    if (opts.purge === false) return;
+    // The gateway declares a request queue for every model of the repository, not only `models`.
+    const repository = await readdir(opts.modelRepository ?? DEMO_REPOSITORY).catch(() => DEMO_MODELS);
+    await purgeNamespace(namespace, [...new Set([...(opts.models ?? []), ...repository])]);
+  };
+  const starting = startMesh({
     namespace,
     modelRepository: opts.modelRepository ?? DEMO_REPOSITORY,
     httpPort: opts.httpPort ?? (await freePort()),
@@ -69,16 +75,18 @@ export async function startTestMesh(
       if (process.env.GEMESH_TEST_VERBOSE) process.stderr.write(`[${svc}] ${line}\n`);
     },
   });
+  // A start that fails has stopped its processes: what they declared goes too.
+  const mesh = await starting.catch(async (err: unknown) => {
+    await purge().catch(() => undefined);
+    throw err;
+  });
   return {
     ...mesh,
     namespace,
     lines,
     async teardown() {
       await mesh.stop();
-      if (opts.purge === false) return;
-      // The gateway declares a request queue for every model of the repository, not only `models`.
-      const repository = await readdir(opts.modelRepository ?? DEMO_REPOSITORY).catch(() => DEMO_MODELS);
-      await purgeNamespace(namespace, [...new Set([...(opts.models ?? []), ...repository])]);
+      await purge();
     },
   };
 }
