@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -19,15 +20,37 @@ export const DEMO_MODELS = ['ocr_cls', 'preprocess', 'resnet18', 'text_encoder',
  */
 export const DURABILITY = (process.env.GEMESH_DURABILITY ?? 'fast') as Durability;
 
+/** The lowest port the kernel gives outgoing connections (Linux), or its usual default. */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (low > 0) return low;
+  } catch {
+    // not Linux: the default below
+  }
+  return 32768;
+}
+
+/**
+ * A port a service can listen on. Chosen below the kernel's ephemeral range: a port the OS hands
+ * out (listen on 0) may become the local port of any outgoing connection before the service binds
+ * it (the mesh's own RabbitMQ and Redis connections), and the service then fails with EADDRINUSE.
+ * Checked free on every address, as the gateway binds.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+  const low = ephemeralLow();
+  const from = low > 12_000 ? 10_000 : 1_024;
+  const to = low > 12_000 ? low : 10_000;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = from + Math.floor(Math.random() * (to - from));
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '0.0.0.0', () => srv.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
+  throw new Error(`no free port found in ${from}..${to - 1}`);
 }
 
 export function uniqueNamespace(prefix: string): string {

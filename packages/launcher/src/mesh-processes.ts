@@ -190,7 +190,8 @@ export async function startMesh(opts: MeshOptions): Promise<RunningMesh> {
   opts = {
     ...opts,
     onLine: (svc, line) => {
-      const error = /"level":(50|60)/.test(line); // pino's error and fatal
+      // pino's error and fatal, or the message of an uncaught exception (its stderr ends with Node's version).
+      const error = /"level":(50|60)|^\w*Error\b/.test(line);
       if (error || !lastWords.get(svc)?.error) lastWords.set(svc, { line, error });
       if (svc.startsWith('worker-') && line.includes('"msg":"worker ready"')) {
         workersReady.add(svc);
