@@ -16,6 +16,7 @@ export const SETUP = {
   echoFast: 'RabbitMQ round trip only (fast: classic queue, transient)',
   echoDurable: 'RabbitMQ round trip only (durable: quorum queue, persistent)',
   naiveSim: 'naive server, 1 simulated NPU (8 lanes)',
+  floor: "the shape's floor (the mesh's hops, no work in them)",
 } as const;
 
 export interface Sweep {
@@ -56,6 +57,10 @@ export interface Target {
   measured: string;
   target: string;
   met?: boolean;
+  /** What the shape's floor reaches on the same ratio (or budget), where it applies. */
+  floor?: string;
+  /** The floor itself misses the target: the mesh cannot meet it with this shape here. */
+  floorMisses?: boolean;
 }
 
 export interface BenchData {
@@ -66,6 +71,8 @@ export interface BenchData {
   clip: { model: SimModel; rows: SimRow[] };
   scaling: { model: SimModel; windowMs: number; rows: ScalingRow[] };
   rate: RateRun;
+  /** The shape's floor at the same fixed rate; absent when not measured. */
+  floorRate?: RateRun;
   usage: UsageRow[];
   /** Tracing off vs on (tracing-overhead.ts); absent when not measured. */
   tracing?: TracingRow[];
@@ -96,12 +103,15 @@ export function targets(d: BenchData): Target[] {
   const meshC1 = at(d, 'tiny', SETUP.mesh, 1);
   const echoC1 = at(d, 'tiny', SETUP.echoFast, 1);
   const r1 = div(meshC1?.p50Us, echoC1?.p50Us);
+  const floorC1 = at(d, 'tiny', SETUP.floor, 1);
+  const f1 = div(floorC1?.p50Us, echoC1?.p50Us);
   out.push({
     what: 'tiny, c=1 p50: mesh / bare RabbitMQ round trip (fast)',
     ratio: r1,
     measured: `${ms(meshC1?.p50Us)} ms / ${ms(echoC1?.p50Us)} ms`,
     target: '≤ 4×',
     ...(r1 !== undefined ? { met: r1 <= 4 } : {}),
+    ...(f1 !== undefined ? { floor: `${x(f1)} (${ms(floorC1?.p50Us)} ms)`, floorMisses: f1 > 4 } : {}),
   });
   for (const [model, goal] of [
     ['tiny', 0.5],
@@ -116,6 +126,7 @@ export function targets(d: BenchData): Target[] {
       measured: `${num(m?.inferPerSec)} (c=${m?.level ?? '–'}) / ${num(n?.inferPerSec)} (c=${n?.level ?? '–'}) infer/s`,
       target: `≥ ${goal}×`,
       ...(r !== undefined ? { met: r >= goal } : {}),
+      ...(model === 'tiny' ? floorPeak(d, n?.inferPerSec, goal) : floorBudget(d, n?.inferPerSec, goal)),
     });
   }
   const rm = peak(d, 'resnet18', SETUP.mesh);
@@ -127,6 +138,7 @@ export function targets(d: BenchData): Target[] {
     measured: `${num(rm?.inferPerSec)} / ${num(eb?.inferPerSec)} infer/s (tier ${eb?.tier ?? '–'}, ${eb?.sessions ?? '–'} session(s))`,
     target: '≥ 0.8×',
     ...(re !== undefined ? { met: re >= 0.8 } : {}),
+    ...floorBudget(d, eb?.inferPerSec, 0.8),
   });
   // Throughput under a latency bound: the busiest load whose p99 stays within 150 ms (else the busiest).
   const clipLevels = sweepOf(d, d.clip.model.name, 'GE Mesh, 1 simulated NPU')?.results ?? [];
@@ -160,18 +172,92 @@ export function targets(d: BenchData): Target[] {
         : `${cpu.toFixed(3)} ms (${num(d.rate.result?.inferPerSec)} req/s answered)`,
     target: '≤ 0.6 ms',
     ...(cpu !== undefined ? { met: cpu <= 0.6 } : {}),
+    ...(d.floorRate?.cpuMsPerRequest !== undefined
+      ? { floor: `${d.floorRate.cpuMsPerRequest.toFixed(3)} ms`, floorMisses: d.floorRate.cpuMsPerRequest > 0.6 }
+      : {}),
   });
   return out;
 }
 
+/** tiny's peak: the floor's best throughput against the same reference. */
+function floorPeak(d: BenchData, reference: number | undefined, goal: number): Partial<Target> {
+  const f = peak(d, 'tiny', SETUP.floor);
+  const r = div(f?.inferPerSec, reference);
+  return r === undefined
+    ? {}
+    : { floor: `${x(r)} (${num(f?.inferPerSec)} infer/s, c=${f?.level})`, floorMisses: r < goal };
+}
+
+/**
+ * resnet18: the floor runs no model, so it is read as CPU. At the target's
+ * throughput the cores give cores × 1000 / (goal × reference) ms per request;
+ * onnxruntime takes its CPU per inference from the engine-alone run; what is
+ * left is the budget for everything else, against the floor's CPU per request
+ * (all its processes, RabbitMQ and Redis, over its sweep).
+ */
+function floorBudget(d: BenchData, reference: number | undefined, goal: number): Partial<Target> {
+  const floorCpu = d.usage.find((u) => u.scenario === 'floor resnet18')?.allCpuMsPerRequest;
+  const engine = engineBest(d, 'resnet18')?.cpuMsPerInfer;
+  if (floorCpu === undefined || !Number.isFinite(floorCpu) || engine === undefined || !reference) return {};
+  const budget = (cpus().length * 1000) / (goal * reference) - engine;
+  return {
+    floor: `${floorCpu.toFixed(1)} ms CPU per request moving the bytes; the target leaves ${budget.toFixed(1)} ms beside onnxruntime's ${engine.toFixed(1)} (computed)`,
+    floorMisses: floorCpu > budget,
+  };
+}
+
 function targetsSection(t: Target[]): string[] {
-  const out = ['## Targets', '', '| what | ratio | measured | target | met |', '|---|---|---|---|---|'];
+  const out = [
+    '## Targets',
+    '',
+    "The last column is the shape's floor on the same ratio: the mesh's hops and Redis round trips with no work in them (below).",
+    '',
+    "| what | ratio | measured | target | met | the shape's floor |",
+    '|---|---|---|---|---|---|',
+  ];
   for (const r of t) {
     const met = r.met === undefined ? '–' : r.met ? 'yes' : 'no';
     const ratio = r.ratio === undefined ? '–' : r.what.includes('efficiency') ? r.ratio.toFixed(2) : x(r.ratio);
-    out.push(`| ${r.what} | ${ratio} | ${r.measured} | ${r.target} | ${met} |`);
+    out.push(`| ${r.what} | ${ratio} | ${r.measured} | ${r.target} | ${met} | ${r.floor ?? '–'} |`);
+  }
+  const below = t.filter((r) => r.floorMisses).map((r) => r.what);
+  if (below.length > 0) {
+    out.push(
+      '',
+      `The floor itself misses ${below.length} target(s): ${below.join('; ')}. ` +
+        'No change inside the services can meet those with this shape on this machine.',
+    );
   }
   return out;
+}
+
+function floorSection(d: BenchData): string[] {
+  const fr = d.floorRate;
+  return [
+    "## The shape's floor",
+    '',
+    "Three processes with the services' V8 flags (`test/bench/shape-floor.ts`): a node:http gateway that publishes each request's raw body " +
+      'unconfirmed to a classic queue (transient messages) and answers from its reply queue with a precomputed response; a batcher that takes ' +
+      'up to max_batch_size requests while the worker has a batch slot free (two per lane), runs one Redis script, publishes the batch with a ' +
+      'confirm and then acks its members; a worker (prefetch two) that runs one Redis script while a worker_thread decodes the batch and encodes ' +
+      'one reply per reply queue, publishes the replies, acks and runs a last script that publishes the finish over Redis pub/sub. ' +
+      'No KServe parsing, no validation, no model: every figure is a bound the mesh cannot beat with this shape here. ' +
+      'Its sweeps are under *Every sweep*, its CPU under *Memory and CPU per process*.',
+    '',
+    '| | tiny c=1 p50 ms | tiny best infer/s | tiny CPU ms per request at the fixed rate | resnet18 best infer/s | resnet18 CPU ms per request (sweep) |',
+    '|---|---|---|---|---|---|',
+    ...[
+      [SETUP.mesh, d.rate.cpuMsPerRequest, 'mesh resnet18'],
+      [SETUP.floor, fr?.cpuMsPerRequest, 'floor resnet18'],
+    ].map(([setup, rateCpu, scenario]) => {
+      const cpu = d.usage.find((u) => u.scenario === scenario)?.allCpuMsPerRequest;
+      const s = setup as string;
+      return (
+        `| ${s} | ${ms(at(d, 'tiny', s, 1)?.p50Us)} | ${num(peak(d, 'tiny', s)?.inferPerSec)} | ${num(rateCpu as number | undefined, 3)} | ` +
+        `${num(peak(d, 'resnet18', s)?.inferPerSec)} | ${num(cpu, 2)} |`
+      );
+    }),
+  ];
 }
 
 function ratiosSection(d: BenchData): string[] {
@@ -244,17 +330,21 @@ function scalingSection(d: BenchData): string[] {
 }
 
 function rateSection(d: BenchData): string[] {
-  const r = d.rate.result;
+  const row = (setup: string, run: RateRun) => {
+    const r = run.result;
+    return r
+      ? `| ${setup} | ${run.perSec} | ${num(r.inferPerSec)} | ${ms(r.p50Us)} | ${ms(r.p99Us)} | ${ms(r.server?.queueUs)} | ${ms(r.server?.computeInferUs)} | ${r.errors} | ${r.stable ? 'yes' : 'no'} | ${num(run.cpuMsPerRequest, 3)} |`
+      : `| ${setup} | ${run.perSec} | not measured (${run.notMeasured ?? '?'}) | – | – | – | – | – | – | – |`;
+  };
   return [
     `## Fixed rate: ${d.rate.model} at ${d.rate.perSec} req/s (open loop, constant schedule)`,
     '',
-    "Latency counts from each request's scheduled start. CPU is every serving process (mesh services, RabbitMQ, Redis) over the whole run, divided by the requests answered in it.",
+    "Latency counts from each request's scheduled start. CPU is every serving process (services, RabbitMQ, Redis) over the whole run, divided by the requests answered in it.",
     '',
-    '| offered req/s | answered infer/s | p50 ms | p99 ms | server queue ms | server infer ms | errors | stable | CPU ms per request, all processes |',
-    '|---|---|---|---|---|---|---|---|---|',
-    r
-      ? `| ${d.rate.perSec} | ${num(r.inferPerSec)} | ${ms(r.p50Us)} | ${ms(r.p99Us)} | ${ms(r.server?.queueUs)} | ${ms(r.server?.computeInferUs)} | ${r.errors} | ${r.stable ? 'yes' : 'no'} | ${num(d.rate.cpuMsPerRequest, 3)} |`
-      : `| ${d.rate.perSec} | not measured (${d.rate.notMeasured ?? '?'}) | – | – | – | – | – | – | – |`,
+    '| setup | offered req/s | answered infer/s | p50 ms | p99 ms | server queue ms | server infer ms | errors | stable | CPU ms per request, all processes |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    row(SETUP.mesh, d.rate),
+    ...(d.floorRate ? [row(SETUP.floor, d.floorRate)] : []),
   ];
 }
 
@@ -264,12 +354,12 @@ function engineSection(d: BenchData): string[] {
     '',
     'N sessions on N worker_threads (onnxruntime-node runs a session on its calling thread), the cores split between them, each session running the tier back to back; the best N is kept.',
     '',
-    '| model | tier | best infer/s | ms per run | best setup | infer/s by sessions (1 / 2 / 4) |',
-    '|---|---|---|---|---|---|',
+    '| model | tier | best infer/s | ms per run | CPU ms per inference | best setup | infer/s by sessions (1 / 2 / 4) |',
+    '|---|---|---|---|---|---|---|',
   ];
   for (const r of d.engine) {
     out.push(
-      `| ${r.model} | ${r.tier} | ${num(r.inferPerSec)} | ${num(r.msPerRun, 2)} | ${r.sessions} session(s) × ${r.threadsPerSession} thread(s) | ` +
+      `| ${r.model} | ${r.tier} | ${num(r.inferPerSec)} | ${num(r.msPerRun, 2)} | ${num(r.cpuMsPerInfer, 2)} | ${r.sessions} session(s) × ${r.threadsPerSession} thread(s) | ` +
         `${r.variants.map((v) => num(v.inferPerSec)).join(' / ')} |`,
     );
   }
@@ -339,6 +429,8 @@ export function renderReport(d: BenchData, totalSeconds: number): string {
     ...scalingSection(d),
     '',
     ...rateSection(d),
+    '',
+    ...floorSection(d),
     '',
     ...tracingSection(d.tracing ?? []),
     '',

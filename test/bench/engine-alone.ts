@@ -19,6 +19,8 @@ export interface EngineVariant {
   threadsPerSession: number;
   inferPerSec: number;
   msPerRun: number;
+  /** CPU of this process (every thread) per inference while the sessions looped. */
+  cpuMsPerInfer: number;
 }
 
 export interface EngineRow extends EngineVariant {
@@ -57,12 +59,15 @@ async function measureSessions(name: string, sessions: number, budgetMs: number)
     for (const tier of spec.allTiers) {
       const inputs = inputsOf(name, tier);
       await lanes.loopAll(tier, inputs, 0);
+      const cpu0 = process.cpuUsage();
       const { runs, seconds } = await lanes.loopAll(tier, inputs, budgetMs);
+      const cpu = process.cpuUsage(cpu0);
       out.set(tier, {
         sessions,
         threadsPerSession,
         inferPerSec: (runs * tier) / seconds,
         msPerRun: (seconds * 1000 * sessions) / Math.max(1, runs),
+        cpuMsPerInfer: (cpu.user + cpu.system) / 1000 / Math.max(1, runs * tier),
       });
     }
   } finally {

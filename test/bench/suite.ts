@@ -9,6 +9,8 @@
  *       its CPU cost and one tiny sweep with `--durability durable`;
  *   (d) for tiny, a bare RabbitMQ request/reply round trip in both queue
  *       modes (the messaging limit);
+ *   (e) the shape's floor: the mesh's hops and Redis round trips with no
+ *       work in them (shape-floor.ts), both models and tiny at the fixed rate;
  * then by simulation: the `ge` runtime in timing mode, the mesh on 1 (and 2)
  * simulated NPUs against a naive server on the same 8 streams of one, and the
  * mesh's scaling over 1, 2 and 4 simulated NPUs of a slow model. CPU and
@@ -47,6 +49,7 @@ import { measureEngine } from './engine-alone.js';
 import { type Proc, ScenarioMeter } from './host-processes.js';
 import { type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
+import { startShapeFloor } from './shape-floor.js';
 import {
   CLIP_SIM,
   contendedOf,
@@ -345,6 +348,29 @@ async function messaging(mode: QueueMode): Promise<void> {
   }
 }
 
+/** (e) The shape's floor for each model, and tiny at the fixed rate, metered as the mesh is. */
+async function shapeFloor(): Promise<void> {
+  for (const [name, p] of Object.entries(PLAN)) {
+    const floor = await startShapeFloor(name);
+    const procs = [...floor.procs, ...BROKERS];
+    try {
+      const spec = { url: floor.url, model: name, levels: p.levels, label: 'floor', withStats: false };
+      data.sweeps.push({ model: name, setup: SETUP.floor, results: await meteredSweep(spec, `floor ${name}`, procs) });
+      if (name !== RATE.model) continue;
+      const scenario = `floor ${RATE.model} at ${RATE.perSec} req/s`;
+      const [result] = await meteredSweep({ ...spec, levels: [RATE.perSec], mode: 'rate' }, scenario, procs);
+      data.floorRate = {
+        model: RATE.model,
+        perSec: RATE.perSec,
+        ...(result ? { result } : { notMeasured: 'no result' }),
+        ...cpuOf(scenario),
+      };
+    } finally {
+      await floor.stop();
+    }
+  }
+}
+
 /** The simulated CN-CLIP-shaped NPU: a naive server on one device's 8 streams, then the mesh on 1 (and 2) devices. */
 async function clipSim(): Promise<void> {
   const repo = await writeSimRepository(CLIP_SIM);
@@ -560,6 +586,7 @@ await meshDefault();
 await meshDurable();
 data.tracing = await measureTracingOverhead({ levels: tracingLevels, rounds: QUICK ? 1 : 3, windowMs: WINDOW_MS, log });
 for (const mode of ['fast', 'durable'] as const) await messaging(mode);
+await shapeFloor();
 await clipSim();
 await scaling();
 const timingSection = await timingModels();
