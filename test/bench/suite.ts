@@ -44,7 +44,7 @@ import {
   type TestMesh,
   uniqueNamespace,
 } from '../support/mesh-harness.js';
-import { type BenchData, renderReport, SETUP, targets, writePlots } from './bench-report.js';
+import { type BenchData, type RateRun, renderReport, SETUP, scenarioCpu, targets, writePlots } from './bench-report.js';
 import { measureEngine } from './engine-alone.js';
 import { type Proc, ScenarioMeter } from './host-processes.js';
 import { type QueueMode, startEcho } from './messaging-echo.js';
@@ -265,17 +265,22 @@ async function meshDefault(): Promise<void> {
       });
     }
     await meshGrpc(mesh, `127.0.0.1:${grpcPort}`);
-    const scenario = `mesh ${RATE.model} at ${RATE.perSec} req/s`;
     const spec = { url: mesh.url, model: RATE.model, levels: [RATE.perSec], label: 'mesh-rate', withStats: true };
-    const [result] = await meteredSweep({ ...spec, mode: 'rate' }, scenario, meshProcs(mesh));
-    data.rate = {
-      ...data.rate,
-      ...(result ? { result } : { notMeasured: 'no result' }),
-      ...cpuOf(scenario),
-    };
+    data.rate = await rateRun(spec, `mesh ${RATE.model} at ${RATE.perSec} req/s`, meshProcs(mesh));
   } finally {
     await mesh.teardown();
   }
+}
+
+/** The fixed-rate run (RATE) against one server, priced in CPU per answered request. */
+async function rateRun(spec: SweepSpec, scenario: string, procs: Proc[]): Promise<RateRun> {
+  const [result] = await meteredSweep({ ...spec, mode: 'rate' }, scenario, procs);
+  return {
+    model: RATE.model,
+    perSec: RATE.perSec,
+    ...(result ? { result } : { notMeasured: 'no result' }),
+    ...cpuOf(scenario),
+  };
 }
 
 /** (c'') tiny over the gateway's gRPC API, the same levels as its HTTP row. */
@@ -289,8 +294,8 @@ async function meshGrpc(mesh: TestMesh, grpcUrl: string, levels = PLAN.tiny.leve
 }
 
 function cpuOf(scenario: string): { cpuMsPerRequest?: number } {
-  const v = data.usage.find((u) => u.scenario === scenario)?.allCpuMsPerRequest;
-  return v !== undefined && Number.isFinite(v) ? { cpuMsPerRequest: v } : {};
+  const v = scenarioCpu(data, scenario);
+  return v !== undefined ? { cpuMsPerRequest: v } : {};
 }
 
 /**
@@ -357,14 +362,11 @@ async function shapeFloor(): Promise<void> {
       const spec = { url: floor.url, model: name, levels: p.levels, label: 'floor', withStats: false };
       data.sweeps.push({ model: name, setup: SETUP.floor, results: await meteredSweep(spec, `floor ${name}`, procs) });
       if (name !== RATE.model) continue;
-      const scenario = `floor ${RATE.model} at ${RATE.perSec} req/s`;
-      const [result] = await meteredSweep({ ...spec, levels: [RATE.perSec], mode: 'rate' }, scenario, procs);
-      data.floorRate = {
-        model: RATE.model,
-        perSec: RATE.perSec,
-        ...(result ? { result } : { notMeasured: 'no result' }),
-        ...cpuOf(scenario),
-      };
+      data.floorRate = await rateRun(
+        { ...spec, levels: [RATE.perSec] },
+        `floor ${RATE.model} at ${RATE.perSec} req/s`,
+        procs,
+      );
     } finally {
       await floor.stop();
     }
