@@ -26,6 +26,7 @@ import {
 import { placeModel } from '../../services/worker/src/lane-plan.js';
 import { engineSpecOf } from '../support/engine-spec.js';
 import { EngineLanes } from './engine-lanes.js';
+import { modelMetadataJson } from './model-metadata.js';
 
 const { values } = parseArgs({
   options: {
@@ -53,21 +54,7 @@ const engine =
       )
     : await createOrtEngine(spec);
 
-const metadata = JSON.stringify({
-  name: model.name,
-  versions: [spec.version],
-  platform: model.config.platform,
-  inputs: model.config.input.map((t) => ({
-    name: t.name,
-    datatype: t.dataType,
-    shape: [...(batched ? [-1] : []), ...t.dims],
-  })),
-  outputs: model.config.output.map((t) => ({
-    name: t.name,
-    datatype: t.dataType,
-    shape: [...(batched ? [-1] : []), ...t.dims],
-  })),
-});
+const metadata = modelMetadataJson(model, spec.version);
 
 const server = createServer((req, res) => {
   if (req.method === 'GET') {

@@ -35,6 +35,7 @@ import { pack, unpack } from 'msgpackr';
 import { encodeInferResponse } from '../../services/gateway/src/infer/index.js';
 import { DEMO_REPOSITORY, freePort, RABBITMQ_URL, REDIS_URL } from '../support/mesh-harness.js';
 import type { Proc } from './host-processes.js';
+import { modelMetadataJson } from './model-metadata.js';
 
 type Role = 'gateway' | 'batcher' | 'worker';
 const ROLES: readonly Role[] = ['worker', 'batcher', 'gateway'];
@@ -77,13 +78,7 @@ async function gateway(prefix: string, modelName: string, port: number): Promise
   const model = await loadModel(DEMO_REPOSITORY, modelName);
   const batched = model.config.maxBatchSize > 0;
   const shapeOf = (dims: readonly number[]) => [...(batched ? [1] : []), ...dims];
-  const metadata = JSON.stringify({
-    name: model.name,
-    versions: ['1'],
-    platform: model.config.platform,
-    inputs: model.config.input.map((t) => ({ name: t.name, datatype: t.dataType, shape: shapeOf(t.dims) })),
-    outputs: model.config.output.map((t) => ({ name: t.name, datatype: t.dataType, shape: shapeOf(t.dims) })),
-  });
+  const metadata = modelMetadataJson(model, '1');
   const answer = encodeInferResponse(
     {
       model: model.name,
