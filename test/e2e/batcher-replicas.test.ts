@@ -100,31 +100,81 @@ describe('batcher replicas and crashes (real broker and Redis)', { timeout: 240_
 
   /** Every request answered exactly once (no duplicate even after a grace period), with its own outputs. */
   async function answeredExactlyOnce(sent: SentRequest[]): Promise<void> {
-    await producer.waitAll(
-      sent.map((s) => s.id),
-      90_000,
-    );
+    const linesBefore = mesh.lines.length;
+    // Where the model's batches stand if the answers are slow: read into the failure message.
+    let stalled = '';
+    const snapshot = setTimeout(() => {
+      void inFlightState().then(
+        (s) => {
+          stalled = s;
+        },
+        (err: Error) => {
+          stalled = `not read: ${err.message}`;
+        },
+      );
+    }, 15_000);
+    try {
+      await producer.waitAll(
+        sent.map((s) => s.id),
+        90_000,
+      );
+    } finally {
+      clearTimeout(snapshot);
+    }
     await new Promise((r) => setTimeout(r, 1_000));
     const counts = sent.map((s) => producer.count(s.id));
     assert.equal(counts.filter((c) => c === 0).length, 0, 'lost');
     assert.equal(counts.filter((c) => c > 1).length, 0, 'answered twice');
     const byId = new Map(producer.replies.map((r) => [r.id, r]));
+    const failed = sent.filter((s) => byId.get(s.id)?.error);
+    const first = failed[0];
+    if (first) {
+      // Say how many failed and what the batchers logged, so a failure in CI can be read from its output.
+      const store = BatchStore.connect(REDIS_URL, mesh.namespace);
+      const owner = await store.redis.get(store.claimKey('rep', first.id));
+      const m = owner && !owner.startsWith('!') ? await store.manifest(owner, 'rep') : null;
+      const inflight = await store.redis.zrange(store.inFlightKey('rep'), '0', '-1');
+      await store.close();
+      const codes = new Map<string, number>();
+      for (const s of failed) {
+        const code = byId.get(s.id)?.error?.code ?? '?';
+        codes.set(code, (codes.get(code) ?? 0) + 1);
+      }
+      const notable = mesh.lines.slice(linesBefore).filter((l) => /"level":(40|50|60)/.test(l));
+      assert.fail(
+        `${failed.length} of ${sent.length} answered with an error (${[...codes].map(([c, n]) => `${c} ${n}`).join(', ')}); ` +
+          `first ${first.id}: ${byId.get(first.id)?.error?.message}; claim ${owner}, state ${m?.state}, members ${m?.members.length}, ` +
+          `in flight ${inflight.join(' ')}\n15 s into the wait: ${stalled || '(answered by then)'}\n` +
+          `warnings and errors of the mesh meanwhile (${notable.length}):\n${notable.slice(0, 15).join('\n')}`,
+      );
+    }
     for (const s of sent) {
       const res = byId.get(s.id);
-      if (!res || res.error) {
-        const store = BatchStore.connect(REDIS_URL, mesh.namespace);
-        const owner = await store.redis.get(store.claimKey('rep', s.id));
-        const m = owner && !owner.startsWith('!') ? await store.manifest(owner, 'rep') : null;
-        const inflight = await store.redis.zrange(store.inFlightKey('rep'), '0', '-1');
-        await store.close();
-        assert.fail(
-          `${s.id}: ${res?.error?.message}; claim ${owner}, state ${m?.state}, members ${m?.members.length}, in flight ${inflight.join(' ')}`,
-        );
-      }
+      assert.ok(res);
       const want = await ref.run('tiny', sampleInputs(demoModel('tiny'), s.rows, s.seed));
       const y = want.y;
       assert.ok(y);
       assert.ok(toleranceRatio(outputY(res), y.data, 1e-4, 1e-3) <= 1, `${s.id}: outputs differ from the reference`);
+    }
+  }
+
+  /** The model's in-flight batches in Redis, each with its state and how many members it still holds. */
+  async function inFlightState(): Promise<string> {
+    const store = BatchStore.connect(REDIS_URL, mesh.namespace);
+    try {
+      const batches = await store.inFlightBatches('rep');
+      const out = [`${batches.length} batch(es) in flight at ${Date.now()}`];
+      for (const b of batches) {
+        const m = await store.manifest(b.batchId, 'rep');
+        const claims = await Promise.all((m?.members ?? []).map((x) => store.redis.get(store.claimKey('rep', x.id))));
+        const own = claims.filter((c) => c === b.batchId).length;
+        out.push(
+          `${b.batchId} lapses ${b.lapsesAt}: state ${b.state}, ${m?.members.length} member(s), ${own} still claimed by it`,
+        );
+      }
+      return out.join('; ');
+    } finally {
+      await store.close();
     }
   }
 

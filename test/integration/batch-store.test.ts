@@ -50,6 +50,11 @@ describe('batch store (real Redis)', () => {
     );
     assert.equal(await store.redis.get(store.claimKey('m', 'r1')), 'b1');
     assert.equal(await store.inFlight('m'), 1);
+    // The in-flight entry lapses with the last member's deadline.
+    const deadline = Math.max(...(m?.members ?? []).map((x) => x.deadline));
+    assert.deepEqual(await store.inFlightBatches('m'), [
+      { batchId: 'b1', lapsesAt: Math.ceil(deadline), state: 'formed' },
+    ]);
     const ttl = await store.redis.pttl(store.batchKey('m', 'b1'));
     assert.ok(ttl > 0 && ttl <= store.ttlMs, `ttl ${ttl}`);
     assert.ok((await store.redis.pttl(store.inFlightKey('m'))) > 0);

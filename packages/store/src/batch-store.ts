@@ -296,6 +296,24 @@ export class BatchStore {
     return this.redis.zcount(this.inFlightKey(model), `(${now}`, '+inf');
   }
 
+  /** The model's batches in flight: each one's id, when its entry lapses (ms since the epoch) and its state. */
+  async inFlightBatches(
+    model: string,
+    now = Date.now(),
+  ): Promise<Array<{ batchId: string; lapsesAt: number; state: string | null }>> {
+    const entries = await this.redis.zrangebyscore(this.inFlightKey(model), `(${now}`, '+inf', 'WITHSCORES');
+    const out: Array<{ batchId: string; lapsesAt: number; state: string | null }> = [];
+    for (let i = 0; i < entries.length; i += 2) {
+      const batchId = entries[i] as string;
+      out.push({
+        batchId,
+        lapsesAt: Number(entries[i + 1]),
+        state: await this.redis.hget(this.batchKey(model, batchId), 'state'),
+      });
+    }
+    return out;
+  }
+
   /**
    * Mark a queued request answered with an error (`reason`), so a redelivered
    * copy is dropped (until its `deadline` has long passed: no copy runs after it). False when a batch already carries it or it was answered:

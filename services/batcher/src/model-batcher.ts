@@ -59,6 +59,8 @@ export interface ModelBatcherOptions {
 
 /** Fallback re-check while waiting for a lane, should a finish notification be missed. */
 const SLOT_POLL_MS = 200;
+/** Requests held this long with no batch formed for want of a lane slot are worth a warning (and again as long as it lasts). */
+const STALL_WARN_MS = 5_000;
 const RETRY_MS = 50;
 const PREFETCH_CAP = 4096;
 /** Requests a batcher holds at least for a model with priority levels and an unbounded queue. */
@@ -165,6 +167,8 @@ export class ModelBatcher {
   private resizing = false;
   private seq = 0;
   private scheduled = false;
+  /** Since when no batch was formed for want of a lane slot (warnIfStalled). */
+  private stall?: { since: number; warnedAt: number };
   private evaluating = false;
   private again = false;
   private stopping = false;
@@ -354,6 +358,7 @@ export class ModelBatcher {
     const next = (this.arrivals ?? Promise.resolve()).then(async () => {
       if (msg.fields.redelivered) {
         const claim = await this.store.reclaimRequest(req.id, this.model.name).catch(() => 'free' as const);
+        this.log.debug({ model: this.model.name, id: req.id, claim }, 'redelivered request');
         if (claim === 'drop') {
           this.settle(msg, 'ack');
           return;
@@ -454,6 +459,7 @@ export class ModelBatcher {
           if (d.until !== null) wake = Math.min(wake, d.until);
           // Waiting for a lane: a finish notification wakes us; poll too, in case one is missed.
           else if (inFlight >= limits.idle && limits.total > 0) wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
+          if (d.until === null) await this.warnIfStalled(inFlight, limits.total);
           break;
         }
         const members = pending.slice(0, d.take);
@@ -467,6 +473,7 @@ export class ModelBatcher {
           wake = Math.min(wake, Date.now() + RETRY_MS);
           break;
         }
+        this.stall = undefined;
         this.again = true;
       } while (this.again && !this.stopping && !this.releasing);
     } catch (err) {
@@ -477,6 +484,33 @@ export class ModelBatcher {
     }
     if (this.again) this.schedule();
     else this.wakeAt(wake);
+  }
+
+  /**
+   * Requests held and no batch formed for STALL_WARN_MS because every lane
+   * slot is taken: say so, with this batcher's count and Redis's (a count
+   * that differs points at a lost finish notification; slots that stay taken
+   * in Redis point at batches no worker finishes, which lapse with their
+   * members' deadlines).
+   */
+  private async warnIfStalled(inFlight: number, limit: number): Promise<void> {
+    const now = Date.now();
+    this.stall ??= { since: now, warnedAt: now };
+    if (now - this.stall.warnedAt < STALL_WARN_MS) return;
+    this.stall.warnedAt = now;
+    const inRedis = await this.store.inFlightBatches(this.model.name).catch(() => undefined);
+    this.log.warn(
+      {
+        model: this.model.name,
+        pending: this.queue.size,
+        lanes: this.slots.lanes,
+        limit,
+        inFlight,
+        inRedis,
+        waitingMs: now - this.stall.since,
+      },
+      'no batch formed: every lane slot is taken',
+    );
   }
 
   /**
@@ -677,6 +711,10 @@ export class ModelBatcher {
       }
       this.sendError(req, error);
       this.settle(msg, 'ack');
+      this.log.debug(
+        { model: this.model.name, id: req.id, code: error.code, heldMs: Date.now() - p.enqueuedAt },
+        'request expired in the queue',
+      );
     } catch (err) {
       this.log.error({ err, id: req.id }, 'could not answer an expired request');
       this.settle(msg, 'requeue');
