@@ -15,7 +15,8 @@
  * `--model clip_sim` runs the benchmark's simulated NPU (one device, 8 streams, the simulator's timing mode).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
 import { startTestMesh } from '../support/mesh-harness.js';
@@ -41,7 +42,8 @@ const WINDOW_MS = Number(values.window);
 const log = (s: string) => process.stderr.write(`${s}\n`);
 
 type Harness = { startTestMesh: typeof startTestMesh };
-const base = (await import(join(values.base, 'test/support/mesh-harness.ts'))) as Harness;
+// A file URL, so that `--base .` (a relative path) is not read as a package name.
+const base = (await import(pathToFileURL(join(resolve(values.base), 'test/support/mesh-harness.ts')).href)) as Harness;
 
 const model = values.model;
 const simulated = model === CLIP_SIM.name;

@@ -32,6 +32,7 @@ const MODELS = {
   t_late: PREFERRED_4_8_DELAY,
   t_late_triton: PREFERRED_4_8_DELAY,
   gears: GEARS,
+  t_stall: 'max_batch_size: 4\ndynamic_batching { }',
 };
 
 describe('batch formation: the batcher process on the real broker and Redis', { timeout: 120_000 }, () => {
@@ -145,4 +146,67 @@ describe('batch formation: the batcher process on the real broker and Redis', { 
     assert.ok(lines.some((l) => l.includes('gears tiers=[2,4,6]')));
     assert.deepEqual(await batchesFormed('gears', [1, 2]), ['3@4']);
   });
+
+  it('slots held by batches no worker finishes: the batcher warns with both counts, and batches once they lapse', async () => {
+    const model = 't_stall';
+    const topo = topology(namespace, DURABILITY);
+    const lane = await conn.createChannel();
+    await lane.prefetch(1);
+    const formed: BatchMessage[] = [];
+    await lane.consume(topo.batches(model), (msg) => {
+      if (!msg) return;
+      formed.push(decode<BatchMessage>(msg.content));
+      lane.ack(msg);
+    });
+    // One consumer, one lane: two slots (one running, one staged).
+    await until(
+      () => lines.some((l) => l.includes('"msg":"live lanes"') && l.includes(`"model":"${model}"`)),
+      'the batcher saw the lane',
+    );
+    // Two batches whose batcher died before publishing them: they hold both slots until their
+    // members' deadlines, and no redelivered request frees them.
+    const lapse = Date.now() + 12_000;
+    for (const id of ['dead-a', 'dead-b']) {
+      const members = [{ id: `${id}-1`, rows: 1, replyTo: 'r', correlationId: id, deadline: lapse }];
+      assert.deepEqual(await store.createBatch({ batchId: id, model, version: '1', tier: 1, rows: 1, members }), {
+        ok: true,
+      });
+    }
+    const sent = await producer.send(model, { rows: 1 });
+    const warned = await until(
+      () => lines.find((l) => l.includes('"msg":"no batch formed: every lane slot is taken"')),
+      'the stall warning',
+    );
+    const w = JSON.parse(warned.slice(warned.indexOf('{'))) as Record<string, unknown>;
+    assert.equal(w.model, model);
+    assert.equal(w.pending, 1);
+    assert.equal(w.lanes, 1);
+    assert.equal(w.limit, 2);
+    assert.equal(w.inFlight, 2);
+    const inRedis = w.inRedis as Array<{ batchId: string; lapsesAt: number; state: string }>;
+    assert.deepEqual(inRedis.map((b) => [b.batchId, b.state]).sort(), [
+      ['dead-a', 'formed'],
+      ['dead-b', 'formed'],
+    ]);
+    assert.equal(formed.length, 0, 'no batch while both slots are held');
+    // The slots lapse with no notice from a worker: the batcher sees it on its own.
+    const batch = await until(() => formed[0], 'a batch after the slots lapsed', 30_000);
+    assert.ok(Date.now() >= lapse);
+    assert.deepEqual(
+      batch.members.map((m) => m.id),
+      [sent.id],
+    );
+    await lane.close();
+  });
+
+  /** Polls `get` until it returns a value. */
+  async function until<T>(get: () => T | undefined | false, what: string, ms = 15_000): Promise<T> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const v = get();
+      if (v) return v;
+      if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 });

@@ -447,7 +447,10 @@ export class ModelBatcher {
         for (const p of [...overdue, ...rejected]) {
           this.track(this.answerError(p, { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout }));
         }
-        if (this.queue.size === 0) break;
+        if (this.queue.size === 0) {
+          this.stall = undefined;
+          break;
+        }
         const limits = this.limits();
         const inFlight = limits.total > 0 ? await this.slots.inFlight() : 0;
         const { d, pending } = this.decideNext(this.queue.walk(), {
@@ -459,7 +462,8 @@ export class ModelBatcher {
           if (d.until !== null) wake = Math.min(wake, d.until);
           // Waiting for a lane: a finish notification wakes us; poll too, in case one is missed.
           else if (inFlight >= limits.idle && limits.total > 0) wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
-          if (d.until === null) await this.warnIfStalled(inFlight, limits.total);
+          // With no lane at all there is no slot to wait for: 'live lanes' said so when it went.
+          if (d.until === null && limits.total > 0) await this.warnIfStalled(inFlight, limits.total);
           break;
         }
         const members = pending.slice(0, d.take);
