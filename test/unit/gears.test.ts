@@ -21,7 +21,7 @@ import { attr, ElemType, encodeModel, fixInputDims, GraphBuilder, makeModel, rea
 import { MeshError, type WireTensor } from '@ge-mesh/protocol';
 import { assembleGearBatch, BufferPool, sliceGearOutputs } from '@ge-mesh/runtime';
 import { decide } from '../../services/batcher/src/batch-policy.js';
-import { gearClassCost, gearClassShape } from '../../services/batcher/src/model-batcher.js';
+import { gearClassCost, gearClassShape } from '../../services/batcher/src/batch-shape.js';
 import { parseInferBody, validateInfer } from '../../services/gateway/src/infer/index.js';
 
 const FILE = 'models/enc/config.pbtxt';
