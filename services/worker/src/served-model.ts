@@ -172,6 +172,9 @@ export class ServedModel {
     const { broker, claims, log } = this.deps;
     this.inflight++;
     let traced: WorkerBatchTrace | undefined;
+    // Once acked, a later failure (finish-batch) must not nack it: a second settle of one delivery
+    // is a channel error, which would hand every other batch in hand back for redelivery.
+    let acked = false;
     try {
       let batch: BatchMessage;
       try {
@@ -249,11 +252,17 @@ export class ServedModel {
       // finish-batch: the answers are out, and a worker dying now must not have the batch run
       // again (finish-batch records its cost and frees its slot; a lost finish expires with the batch).
       ch.ack(msg);
+      acked = true;
       await claims.finish(batch, ran, claim?.ids);
       this.batches++;
       traced?.end();
     } catch (err) {
       traced?.fail(err);
+      if (acked) {
+        // Answered already: only its finish-batch failed; the slot lapses with the batch's deadlines.
+        log.error({ err, model: this.name, device }, 'batch answered, but not recorded as finished');
+        return;
+      }
       log.error({ err, model: this.name, device }, 'batch failed; returned for redelivery');
       try {
         ch.nack(msg, false, true);
