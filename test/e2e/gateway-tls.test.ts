@@ -146,7 +146,7 @@ describe('end to end: TLS for gRPC and HTTPS for REST', { timeout: 240_000 }, ()
   it('gRPC over TLS with a client certificate infers; without one the call fails', async () => {
     const creds = credentials.createSsl(file('ca.pem'), file('client.key'), file('client.pem'));
     const client = new GrpcTestClient(`127.0.0.1:${grpcPort}`, undefined, creds);
-    // A gateway that just started waits for the worker registry to refill before it is ready.
+    // A gateway that just started is ready once its first read of the worker registry shows tiny.
     for (let i = 0; i < 60; i++) {
       const h = (await client.call('Check', { service: '' }, { service: 'health' })) as { status: string };
       if (h.status === 'SERVING') break;

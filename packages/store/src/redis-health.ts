@@ -63,6 +63,16 @@ export class RedisHealth {
     return this.connected && this.readyAt > 0 ? Date.now() - this.readyAt : 0;
   }
 
+  /**
+   * How long the connection has been up since it came back from its last loss, ms: Infinity
+   * when it has never been lost (what others wrote to Redis meanwhile needs no time to return),
+   * 0 while it is down.
+   */
+  get upSinceRestoreMs(): number {
+    if (!this.connected) return 0;
+    return this.reconnects === 0 ? Number.POSITIVE_INFINITY : this.upMs;
+  }
+
   private lost(why: string): void {
     if (this.lostAt !== 0 || this.redis.status === 'end') return;
     this.lostAt = Date.now();

@@ -75,10 +75,10 @@ export function traceBatch(
   );
   return {
     context: trace.setSpan(parent, span),
-    end: () => span.end(),
+    end: () => span.end(epochMs()),
     fail: (err) => {
       spanFailed(span, err);
-      span.end();
+      span.end(epochMs());
     },
   };
 }

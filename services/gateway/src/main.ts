@@ -90,8 +90,9 @@ let stopping = false;
 // Not ready while the broker or Redis is away: infer requests get 503 at once instead of waiting
 // for a deadline. After Redis comes back, the worker registry refills with the workers' next
 // heartbeats (entries lapse during a long outage, or vanish with the data): until then a model
-// would look unserved, so readiness waits that long too.
-const redisUp = () => !registryStore.health || registryStore.health.upMs >= REGISTRY_REFILL_MS;
+// would look unserved, so readiness waits that long too. A first connection waits for nothing:
+// the registry is as the workers keep it.
+const redisUp = () => !registryStore.health || registryStore.health.upSinceRestoreMs >= REGISTRY_REFILL_MS;
 const isReady = () => !stopping && broker.connected && redisUp() && !workerStates.rebuilding;
 const limits = { maxBodyBytes: settings.maxBodyBytes, maxTensorElements: settings.maxTensorElements };
 const stats = new InferenceStats();

@@ -63,13 +63,13 @@ export function traceWorkerBatch(
       child('encode', stages.encodeAt, stages.doneAt);
     },
     publishing() {
-      const p = tracer.startSpan('reply publish', { kind: SpanKind.PRODUCER }, ctx);
-      return { context: trace.setSpan(ctx, p), end: () => p.end() };
+      const p = tracer.startSpan('reply publish', { kind: SpanKind.PRODUCER, startTime: epochMs() }, ctx);
+      return { context: trace.setSpan(ctx, p), end: () => p.end(epochMs()) };
     },
-    end: () => span.end(),
+    end: () => span.end(epochMs()),
     fail(err) {
       spanFailed(span, err);
-      span.end();
+      span.end(epochMs());
     },
   };
 }

@@ -1,6 +1,7 @@
 import {
   type Context,
   contextFromHeaders,
+  epochMs,
   meshTracer,
   type Span,
   SpanKind,
@@ -29,10 +30,10 @@ export interface InferTrace {
 function stepOf(span: Span, ctx: Context): TraceStep {
   return {
     context: trace.setSpan(ctx, span),
-    end: () => span.end(),
+    end: () => span.end(epochMs()),
     fail(err) {
       spanFailed(span, err);
-      span.end();
+      span.end(epochMs());
     },
   };
 }
@@ -51,20 +52,20 @@ export function traceInfer(
   const parent = contextFromHeaders(carrier);
   const span = tracer.startSpan(
     `infer ${model}`,
-    { kind: SpanKind.SERVER, attributes: { 'gemesh.model': model, 'gemesh.ingress': ingress } },
+    { kind: SpanKind.SERVER, startTime: epochMs(), attributes: { 'gemesh.model': model, 'gemesh.ingress': ingress } },
     parent,
   );
   const ctx = trace.setSpan(parent, span);
   return {
     traceparent: traceparentOf(span.spanContext()),
-    step: (name, kind = SpanKind.INTERNAL) => stepOf(tracer.startSpan(name, { kind }, ctx), ctx),
+    step: (name, kind = SpanKind.INTERNAL) => stepOf(tracer.startSpan(name, { kind, startTime: epochMs() }, ctx), ctx),
     end(attributes) {
       if (attributes) span.setAttributes(attributes);
-      span.end();
+      span.end(epochMs());
     },
     fail(err) {
       spanFailed(span, err);
-      span.end();
+      span.end(epochMs());
     },
   };
 }
