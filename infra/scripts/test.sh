@@ -12,12 +12,17 @@ pnpm exec biome check .
 
 printf '\n==> tests\n'
 # Node 20 neither expands globs nor finds .ts files itself: list them.
-mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
-if [ "${#files[@]}" -eq 0 ]; then
+# Unit and native tests start no services: two files at a time. The rest start meshes, brokers and
+# fault proxies, and some time recoveries: one file at a time.
+mapfile -t inProcess < <(find test/unit test/native -name '*.test.ts' | sort)
+mapfile -t withServices < <(find test -name '*.test.ts' -not -path '*/node_modules/*' -not -path 'test/unit/*' \
+  -not -path 'test/native/*' | sort)
+if [ "${#inProcess[@]}" -eq 0 ] || [ "${#withServices[@]}" -eq 0 ]; then
   echo "no test files found" >&2
   exit 1
 fi
-node --import tsx --test --test-concurrency=1 --test-reporter=spec "${files[@]}"
+node --import tsx --test --test-concurrency=2 --test-reporter=spec "${inProcess[@]}"
+node --import tsx --test --test-concurrency=1 --test-reporter=spec "${withServices[@]}"
 
 printf '\n==> the tests the queue mode changes, again in durable mode (quorum queues, persistent messages)\n'
 # The first run used the default fast mode; every service started here reads GEMESH_DURABILITY.
