@@ -38,7 +38,9 @@ message Resource { repeated KeyValue attributes = 1; }
 message Span {
   bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5;
   fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8;
+  repeated Event events = 11;
 }
+message Event { fixed64 time_unix_nano = 1; string name = 2; }
 message ScopeSpans { repeated Span spans = 2; }
 message ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
 message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
@@ -53,6 +55,8 @@ interface SpanRecord {
   /** Microseconds since the epoch. */
   readonly start: number;
   readonly end: number;
+  /** Its events' times by name, µs since the epoch. */
+  readonly events: ReadonlyMap<string, number>;
 }
 
 interface DecodedSpan {
@@ -62,6 +66,7 @@ interface DecodedSpan {
   name: string;
   startTimeUnixNano: { toNumber(): number } | number;
   endTimeUnixNano: { toNumber(): number } | number;
+  events: Array<{ name: string; timeUnixNano: { toNumber(): number } | number }>;
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -93,6 +98,7 @@ async function collectingSink() {
               parentId: hex(s.parentSpanId),
               start: micros(s.startTimeUnixNano),
               end: micros(s.endTimeUnixNano),
+              events: new Map(s.events.map((e) => [e.name, micros(e.timeUnixNano)])),
             });
             traces.set(id, list);
           }
@@ -124,6 +130,7 @@ function stagesOf(spans: readonly SpanRecord[]): Array<[string, number]> | undef
   const validate = one('gateway validate');
   const publish = one('gateway publish');
   const wait = one('gateway wait reply');
+  const received = one('batcher queue wait')?.events.get('received by the batcher');
   const batch = one('batcher batch');
   const worker = one('worker batch');
   const laneWait = one('lane wait');
@@ -132,14 +139,15 @@ function stagesOf(spans: readonly SpanRecord[]): Array<[string, number]> | undef
   const slice = one('slice');
   const encode = one('encode');
   const reply = one('reply publish');
-  if (!infer || !validate || !publish || !wait || !batch || !worker || !reply) return undefined;
+  if (!infer || !validate || !publish || !wait || !received || !batch || !worker || !reply) return undefined;
   if (!laneWait || !assemble || !run || !slice || !encode) return undefined;
   // Consecutive stages first (they add up to the total), then two that overlap them.
   const points: Array<[string, number, number]> = [
     ['gateway: accept → validate', infer.start, validate.start],
     ['gateway: validate', validate.start, validate.end],
     ['gateway: validate → publish (admission)', validate.end, publish.start],
-    ['gateway → batcher: publish, broker, batcher queue, create-batch in Redis', publish.start, batch.start],
+    ['gateway → batcher: publish, broker', publish.start, received],
+    ['batcher: receive → batch formed (queue, create-batch in Redis)', received, batch.start],
     ['batcher → worker: encode, publish, broker', batch.start, worker.start],
     ['worker: consume → lane starts', worker.start, laneWait.end],
     ['lane: assemble', assemble.start, assemble.end],

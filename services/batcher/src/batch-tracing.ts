@@ -19,7 +19,7 @@ export interface BatchTrace {
 
 /** A pending request of the batch (the batcher's own queue entry). */
 export interface TracedMember {
-  readonly item: { readonly msg: ConsumeMessage };
+  readonly item: { readonly msg: ConsumeMessage; readonly receivedAt: number };
   /** When its request was accepted (ms since the epoch): its queue wait starts there. */
   readonly enqueuedAt: number;
 }
@@ -43,13 +43,14 @@ export function traceBatch(
   const now = epochMs();
   const parents = members.map((m) => contextFromHeaders(m.item.msg.properties.headers));
   for (const [i, m] of members.entries()) {
-    tracer
-      .startSpan(
-        'batcher queue wait',
-        { startTime: m.enqueuedAt, attributes: { 'gemesh.model': model, 'gemesh.batch.id': batchId } },
-        parents[i],
-      )
-      .end(now);
+    const wait = tracer.startSpan(
+      'batcher queue wait',
+      { startTime: m.enqueuedAt, attributes: { 'gemesh.model': model, 'gemesh.batch.id': batchId } },
+      parents[i],
+    );
+    // The wait began at the gateway (Triton's queue time); this marks where the batcher took over.
+    wait.addEvent('received by the batcher', m.item.receivedAt);
+    wait.end(now);
   }
   const links = parents.flatMap((p) => {
     const sc = trace.getSpanContext(p);

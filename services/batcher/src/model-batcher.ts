@@ -26,6 +26,7 @@ import {
 } from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
+import { epochMs } from '@ge-mesh/telemetry/tracing';
 import {
   type BatchShape,
   type Decision,
@@ -39,11 +40,14 @@ import { batchShape, byGearClass, gearClassCost, gearClassShape } from './batch-
 import { traceBatch } from './batch-tracing.js';
 import { LaneSlots } from './lane-slots.js';
 import { PendingQueue, type Queued } from './pending-queue.js';
+import { RequestIntake } from './request-intake.js';
 import { crashPoint } from './test-faults.js';
 
 interface Delivery {
   readonly msg: ConsumeMessage;
   readonly req: InferRequestMessage;
+  /** When this batcher received it (high-resolution, ms since the epoch; for its trace). */
+  readonly receivedAt: number;
   /** Models with gears over non-batch dims: the requests it may share a batch with, and their tiers. */
   readonly gearClass?: GearClass;
 }
@@ -65,8 +69,6 @@ const RETRY_MS = 50;
 const PREFETCH_CAP = 4096;
 /** Requests a batcher holds at least for a model with priority levels and an unbounded queue. */
 const PRIORITY_WINDOW = 256;
-/** Lead of a preserve_ordering model: held this long, renewed every fifth of it. */
-const LEAD_TTL_MS = 5_000;
 /** How long an unloaded model's batcher keeps answering what is still queued for it. */
 const RETIRE_DRAIN_MS = 5_000;
 
@@ -99,11 +101,7 @@ export class ModelBatcher {
   private readonly stages: number;
   private readonly preserveOrdering: boolean;
   private readonly slots: LaneSlots;
-  private readonly token = randomUUID();
-  private ch?: Channel;
-  private consumerTag?: string;
-  private prefetch = 0;
-  private resizing = false;
+  private readonly intake: RequestIntake;
   private seq = 0;
   private scheduled = false;
   /** Since when no batch was formed for want of a lane slot (warnIfStalled). */
@@ -116,7 +114,6 @@ export class ModelBatcher {
   /** The model was unloaded: every request held or arriving is answered with this (see retire). */
   private retiring?: WireError;
   private timer?: NodeJS.Timeout;
-  private leadTimer?: NodeJS.Timeout;
   private readonly inFlight = new Set<Promise<void>>();
   /** Deliveries still being checked in Redis, in arrival order (see onRequest). */
   private arrivals: Promise<void> | null = null;
@@ -149,8 +146,21 @@ export class ModelBatcher {
         1,
         c.instanceGroup.reduce((n, g) => n + g.count, 0),
       ) * model.versions.length;
+    this.intake = new RequestIntake(
+      broker,
+      store,
+      {
+        model: model.name,
+        queue: topo.requests(model.name),
+        leadOnly: this.preserveOrdering,
+        wantedPrefetch: () => this.wantedPrefetch(),
+        onRequest: (ch, msg) => this.onRequest(ch, msg),
+        onLeadLost: () => this.releaseRequests(),
+      },
+      log,
+    );
     this.slots = new LaneSlots(broker, store, model.name, topo.batches(model.name), lanesPerWorker, log, () => {
-      void this.resizePrefetch();
+      void this.intake.resizePrefetch();
       this.schedule();
     });
   }
@@ -166,9 +176,9 @@ export class ModelBatcher {
       await this.broker.assertWorkQueue(setup, this.topo.requests(this.model.name));
       await this.broker.assertWorkQueue(setup, this.topo.batches(this.model.name));
       await setup.close();
-      if (!this.preserveOrdering && !this.stopping) await this.consume();
+      if (!this.stopping) await this.intake.connected();
     });
-    if (this.preserveOrdering) await this.leadOrStandBy();
+    await this.intake.start();
   }
 
   /** Requests held and not batched yet, and when the oldest was accepted (read when metrics are scraped). */
@@ -179,8 +189,7 @@ export class ModelBatcher {
   }
 
   private connectionLost(): void {
-    this.ch = undefined;
-    this.consumerTag = undefined;
+    this.intake.lost();
     this.queue.drain();
     clearTimeout(this.timer);
   }
@@ -212,63 +221,12 @@ export class ModelBatcher {
     return Math.min(PREFETCH_CAP, n);
   }
 
-  private async consume(): Promise<void> {
-    this.prefetch = this.wantedPrefetch();
-    const ch = await this.broker.channel(this.prefetch);
-    this.ch = ch;
-    this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (msg) =>
-      this.onRequest(ch, msg),
-    );
-  }
-
-  /** A new consumer with the new prefetch; deliveries held by the old one stay unacked on the channel. */
-  private async resizePrefetch(): Promise<void> {
-    const wanted = this.wantedPrefetch();
-    if (!this.ch || !this.consumerTag || this.resizing || this.stopping || wanted === this.prefetch) return;
-    this.resizing = true;
-    try {
-      const ch = this.ch;
-      await ch.cancel(this.consumerTag);
-      await ch.prefetch(wanted);
-      this.prefetch = wanted;
-      this.consumerTag = await this.broker.consume(ch, this.topo.requests(this.model.name), (m) =>
-        this.onRequest(ch, m),
-      );
-      this.log.debug({ model: this.model.name, prefetch: wanted }, 'prefetch resized');
-    } catch (err) {
-      this.log.error({ err, model: this.model.name }, 'prefetch not resized');
-    } finally {
-      this.resizing = false;
-    }
-  }
-
-  /** preserve_ordering: one batcher at a time takes the model's requests; the others stand by. */
-  private async leadOrStandBy(): Promise<void> {
-    const tick = async () => {
-      if (this.stopping) return;
-      try {
-        const leading = await this.store.lead(this.model.name, this.token, LEAD_TTL_MS);
-        if (leading && !this.ch) {
-          this.log.info({ model: this.model.name }, 'leading (preserve_ordering)');
-          await this.consume();
-        } else if (!leading && this.ch) {
-          // Lost the lead (e.g. stalled past its TTL): stop taking requests; held ones go back.
-          this.log.warn({ model: this.model.name }, 'lead lost; standing by');
-          await this.releaseRequests();
-        }
-      } catch (err) {
-        this.log.warn({ err: (err as Error).message, model: this.model.name }, 'lead not renewed');
-      }
-      if (!this.stopping) this.leadTimer = setTimeout(() => void tick(), LEAD_TTL_MS / 5);
-    };
-    await tick();
-  }
-
   private levelOf(priority: number): number {
     return priorityLevel(this.db, priority);
   }
 
   private onRequest(ch: Channel, msg: ConsumeMessage): void {
+    const receivedAt = epochMs();
     let req: InferRequestMessage;
     try {
       req = decode<InferRequestMessage>(msg.content);
@@ -289,7 +247,7 @@ export class ModelBatcher {
       return;
     }
     if (!msg.fields.redelivered && !this.arrivals) {
-      this.enqueue(ch, msg, req);
+      this.enqueue(ch, msg, req, receivedAt);
       return;
     }
     // A redelivered request (its previous holder died or gave it back) may already be batched
@@ -303,7 +261,7 @@ export class ModelBatcher {
           return;
         }
       }
-      this.enqueue(ch, msg, req);
+      this.enqueue(ch, msg, req, receivedAt);
     });
     this.arrivals = next;
     void next.finally(() => {
@@ -311,9 +269,9 @@ export class ModelBatcher {
     });
   }
 
-  private enqueue(ch: Channel, msg: ConsumeMessage, req: InferRequestMessage): void {
+  private enqueue(ch: Channel, msg: ConsumeMessage, req: InferRequestMessage, receivedAt: number): void {
     // Its channel closed while Redis was asked about it: the broker gives it to us again.
-    if (ch !== this.ch) return;
+    if (ch !== this.intake.channel) return;
     if (this.retiring) {
       this.track(this.refuse(msg, req, this.retiring));
       return;
@@ -339,7 +297,7 @@ export class ModelBatcher {
     const enqueuedAt = Math.min(req.acceptedAt, Date.now());
     const timeoutUs = this.db ? queueTimeoutUs(levelPolicy(this.db, level), req.timeoutUs) : 0;
     this.queue.push({
-      item: gearClass ? { msg, req, gearClass } : { msg, req },
+      item: gearClass ? { msg, req, receivedAt, gearClass } : { msg, req, receivedAt },
       rows: batched ? req.batch : 1,
       shapeKey,
       enqueuedAt,
@@ -373,7 +331,7 @@ export class ModelBatcher {
   }
 
   private async evaluate(): Promise<void> {
-    if (this.evaluating || this.stopping || this.releasing || !this.ch) return;
+    if (this.evaluating || this.stopping || this.releasing || !this.intake.channel) return;
     this.evaluating = true;
     clearTimeout(this.timer);
     let wake = Number.POSITIVE_INFINITY;
@@ -676,19 +634,16 @@ export class ModelBatcher {
 
   /** Stop taking requests; those held and not batched go back to the broker. */
   private async releaseRequests(): Promise<void> {
-    const ch = this.ch;
-    if (!ch) return;
+    if (!this.intake.channel) return;
     this.releasing = true;
-    if (this.consumerTag) await ch.cancel(this.consumerTag).catch(() => undefined);
-    this.consumerTag = undefined;
+    await this.intake.cancel();
     clearTimeout(this.timer);
     while (this.evaluating) await new Promise((r) => setTimeout(r, 5));
     // Batches already recorded are published and their requests acked on this channel.
     await Promise.allSettled([...this.inFlight]);
     this.queue.drain();
-    this.ch = undefined;
     // Closing the channel requeues every delivery still unacked.
-    await ch.close().catch(() => undefined);
+    await this.intake.close();
     this.releasing = false;
   }
 
@@ -708,8 +663,8 @@ export class ModelBatcher {
     for (const p of this.queue.drain()) this.track(this.refuse(p.item.msg, p.item.req, this.retiring));
     const queue = this.topo.requests(this.model.name);
     const until = Date.now() + RETIRE_DRAIN_MS;
-    while (this.ch && Date.now() < until) {
-      const left = await this.ch.checkQueue(queue).then(
+    for (let ch = this.intake.channel; ch && Date.now() < until; ch = this.intake.channel) {
+      const left = await ch.checkQueue(queue).then(
         (q) => q.messageCount,
         () => 0,
       );
@@ -722,9 +677,9 @@ export class ModelBatcher {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    clearTimeout(this.leadTimer);
+    this.intake.stop();
     await this.releaseRequests();
-    if (this.preserveOrdering) await this.store.lead(this.model.name, this.token, 0).catch(() => false);
+    await this.intake.resign();
     await this.slots.stop();
   }
 }
