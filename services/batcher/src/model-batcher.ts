@@ -26,7 +26,7 @@ import {
 } from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
-import { epochMs } from '@ge-mesh/telemetry/tracing';
+import { epochMs, tracingActive } from '@ge-mesh/telemetry/tracing';
 import {
   type BatchShape,
   type Decision,
@@ -46,7 +46,7 @@ import { crashPoint } from './test-faults.js';
 interface Delivery {
   readonly msg: ConsumeMessage;
   readonly req: InferRequestMessage;
-  /** When this batcher received it (high-resolution, ms since the epoch; for its trace). */
+  /** When this batcher received it (high-resolution, ms since the epoch), or 0 when tracing is off. */
   readonly receivedAt: number;
   /** Models with gears over non-batch dims: the requests it may share a batch with, and their tiers. */
   readonly gearClass?: GearClass;
@@ -176,7 +176,7 @@ export class ModelBatcher {
       await this.broker.assertWorkQueue(setup, this.topo.requests(this.model.name));
       await this.broker.assertWorkQueue(setup, this.topo.batches(this.model.name));
       await setup.close();
-      if (!this.stopping) await this.intake.connected();
+      await this.intake.connected();
     });
     await this.intake.start();
   }
@@ -226,7 +226,8 @@ export class ModelBatcher {
   }
 
   private onRequest(ch: Channel, msg: ConsumeMessage): void {
-    const receivedAt = epochMs();
+    // Only a traced request uses it (its queue-wait span marks it).
+    const receivedAt = tracingActive() ? epochMs() : 0;
     let req: InferRequestMessage;
     try {
       req = decode<InferRequestMessage>(msg.content);

@@ -46,7 +46,7 @@ export class RequestIntake {
     return this.ch;
   }
 
-  /** After (re)connecting: consume, or, for a lead-only model, leave it to the lead. */
+  /** After (re)connecting: consume, or, for a lead-only model, leave it to the lead; nothing once stopped. */
   async connected(): Promise<void> {
     if (!this.o.leadOnly && !this.stopped) await this.consume();
   }
