@@ -1,20 +1,19 @@
 import type { ConsumeMessage } from '@ge-mesh/broker';
 import {
   type Context,
+  clockedEnding,
   contextFromHeaders,
   epochMs,
   meshTracer,
+  type SpanEnding,
   SpanKind,
-  spanFailed,
   trace,
   tracingActive,
 } from '@ge-mesh/telemetry/tracing';
 
 /** A batch's span while it is published; its context travels in the batch message's headers. */
-export interface BatchTrace {
+export interface BatchTrace extends SpanEnding {
   readonly context: Context;
-  end(): void;
-  fail(err: unknown): void;
 }
 
 /** A pending request of the batch (the batcher's own queue entry). */
@@ -76,10 +75,6 @@ export function traceBatch(
   );
   return {
     context: trace.setSpan(parent, span),
-    end: () => span.end(epochMs()),
-    fail: (err) => {
-      spanFailed(span, err);
-      span.end(epochMs());
-    },
+    ...clockedEnding(span),
   };
 }

@@ -1,24 +1,24 @@
 import type { BatchMessage } from '@ge-mesh/protocol';
 import {
   type Context,
+  clockedEnding,
   contextFromHeaders,
   epochMs,
   meshTracer,
+  type SpanEnding,
   SpanKind,
-  spanFailed,
+  startClockedSpan,
   trace,
   tracingActive,
 } from '@ge-mesh/telemetry/tracing';
 import type { LaneStages } from './execute-batch.js';
 
 /** The worker's span of one batch, child of the batcher's (its context came in the batch's headers). */
-export interface WorkerBatchTrace {
+export interface WorkerBatchTrace extends SpanEnding {
   /** The lane's stages as child spans: lane wait, assemble, device run, slice, encode. */
   ran(acquiredAt: number, stages: LaneStages | undefined): void;
   /** A `reply publish` span; its context goes with the replies to the gateways. */
   publishing(): { readonly context: Context; end(): void };
-  end(): void;
-  fail(err: unknown): void;
 }
 
 /** Undefined when tracing is off. */
@@ -63,13 +63,9 @@ export function traceWorkerBatch(
       child('encode', stages.encodeAt, stages.doneAt);
     },
     publishing() {
-      const p = tracer.startSpan('reply publish', { kind: SpanKind.PRODUCER, startTime: epochMs() }, ctx);
-      return { context: trace.setSpan(ctx, p), end: () => p.end(epochMs()) };
+      const p = startClockedSpan('reply publish', { kind: SpanKind.PRODUCER }, ctx);
+      return { context: trace.setSpan(ctx, p), end: clockedEnding(p).end };
     },
-    end: () => span.end(epochMs()),
-    fail(err) {
-      spanFailed(span, err);
-      span.end(epochMs());
-    },
+    ...clockedEnding(span),
   };
 }

@@ -1,21 +1,19 @@
 import {
   type Context,
+  clockedEnding,
   contextFromHeaders,
-  epochMs,
-  meshTracer,
   type Span,
+  type SpanEnding,
   SpanKind,
-  spanFailed,
+  startClockedSpan,
   trace,
   traceparentOf,
   tracingActive,
 } from '@ge-mesh/telemetry/tracing';
 
 /** One step of a request at the gateway (validate, publish, wait), a child span of its infer span. */
-export interface TraceStep {
+export interface TraceStep extends SpanEnding {
   readonly context: Context;
-  end(): void;
-  fail(err: unknown): void;
 }
 
 /** An inference request's span at the gateway, the root of its trace (or a child of the caller's). */
@@ -28,14 +26,7 @@ export interface InferTrace {
 }
 
 function stepOf(span: Span, ctx: Context): TraceStep {
-  return {
-    context: trace.setSpan(ctx, span),
-    end: () => span.end(epochMs()),
-    fail(err) {
-      spanFailed(span, err);
-      span.end(epochMs());
-    },
-  };
+  return { context: trace.setSpan(ctx, span), ...clockedEnding(span) };
 }
 
 /**
@@ -48,24 +39,21 @@ export function traceInfer(
   carrier: Readonly<Record<string, unknown>> | undefined,
 ): InferTrace | undefined {
   if (!tracingActive()) return undefined;
-  const tracer = meshTracer();
   const parent = contextFromHeaders(carrier);
-  const span = tracer.startSpan(
+  const span = startClockedSpan(
     `infer ${model}`,
-    { kind: SpanKind.SERVER, startTime: epochMs(), attributes: { 'gemesh.model': model, 'gemesh.ingress': ingress } },
+    { kind: SpanKind.SERVER, attributes: { 'gemesh.model': model, 'gemesh.ingress': ingress } },
     parent,
   );
   const ctx = trace.setSpan(parent, span);
+  const ending = clockedEnding(span);
   return {
     traceparent: traceparentOf(span.spanContext()),
-    step: (name, kind = SpanKind.INTERNAL) => stepOf(tracer.startSpan(name, { kind, startTime: epochMs() }, ctx), ctx),
+    step: (name, kind = SpanKind.INTERNAL) => stepOf(startClockedSpan(name, { kind }, ctx), ctx),
     end(attributes) {
       if (attributes) span.setAttributes(attributes);
-      span.end(epochMs());
+      ending.end();
     },
-    fail(err) {
-      spanFailed(span, err);
-      span.end(epochMs());
-    },
+    fail: ending.fail,
   };
 }
