@@ -359,3 +359,13 @@ export function coalesceWrites(socket: Socket): void {
     return write(...args);
   }) as Socket['write'];
 }
+
+/**
+ * Resolves once the frames written in this tick have left in their one
+ * write (coalesceWrites uncorks on the tick queue, and this resolves behind
+ * it). Work that writes to another socket right after a publish (a Redis
+ * script) awaits it first, so its syscall does not hold the publish back.
+ */
+export function afterWrites(): Promise<void> {
+  return new Promise((resolve) => process.nextTick(resolve));
+}

@@ -63,12 +63,17 @@ export class BatchClaims {
     };
   }
 
-  /** The whole requests of the members that travelled beside the batch (BatchMember.stored); undefined: none did. */
-  async storedRequests(batch: BatchMessage): Promise<StoredRequests | undefined> {
+  /**
+   * The whole requests of the members that travelled beside the batch
+   * (BatchMember.stored), read from Redis; undefined at once when none did
+   * (the batch then goes to its lane in this tick).
+   */
+  storedRequests(batch: BatchMessage): Promise<StoredRequests> | undefined {
     const ids = batch.members.filter((m) => m.stored).map((m) => m.id);
     if (ids.length === 0) return undefined;
-    const bodies = await this.store.requestBodies(batch.model, ids);
-    return new Map(ids.map((id, i) => [id, bodies[i] ?? null]));
+    return this.store
+      .requestBodies(batch.model, ids)
+      .then((bodies) => new Map(ids.map((id, i) => [id, bodies[i] ?? null])));
   }
 
   /**

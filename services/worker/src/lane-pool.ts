@@ -6,6 +6,14 @@ import type { LaneRequest, LaneResponse } from './lane-messages.js';
 
 const LANE_ENTRY = new URL('./lane-entry.mjs', import.meta.url);
 
+/** What a lane ran: its replies, how long it held the lane, when it got it (ms since the epoch), its stages. */
+export interface LaneRun {
+  groups: ReplyGroup[];
+  laneMs: number;
+  acquiredAt: number;
+  stages?: LaneStages;
+}
+
 interface Lane {
   readonly index: number;
   readonly spec: EngineModelSpec;
@@ -108,11 +116,12 @@ export class LanePool {
     });
   }
 
-  private acquire(): Promise<Lane> {
+  /** An idle lane, marked busy, at once; else the next one released. */
+  private acquire(): Lane | Promise<Lane> {
     const idle = this.lanes.find((l) => !l.busy);
     if (idle) {
       idle.busy = true;
-      return Promise.resolve(idle);
+      return idle;
     }
     return new Promise((resolve) => this.waiting.push(resolve));
   }
@@ -147,11 +156,13 @@ export class LanePool {
    * `acquiredAt` when it got one (ms since the epoch) and `stages` what the lane ran when.
    * `stored`: the bodies of members that travelled beside the batch (BatchMember.stored).
    */
-  async run(
-    batch: Uint8Array,
-    stored?: StoredRequests,
-  ): Promise<{ groups: ReplyGroup[]; laneMs: number; acquiredAt: number; stages?: LaneStages }> {
-    const lane = await this.acquire();
+  run(batch: Uint8Array, stored?: StoredRequests): Promise<LaneRun> {
+    // An idle lane gets the batch in this tick, before the caller's next write (start-batch).
+    const lane = this.acquire();
+    return lane instanceof Promise ? lane.then((l) => this.runOn(l, batch, stored)) : this.runOn(lane, batch, stored);
+  }
+
+  private async runOn(lane: Lane, batch: Uint8Array, stored?: StoredRequests): Promise<LaneRun> {
     // Timed from the moment a lane is free: the wait for one is queueing, not the tier's cost.
     const t0 = performance.now();
     let stages: LaneStages | undefined;

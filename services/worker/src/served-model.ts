@@ -1,4 +1,4 @@
-import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
+import { afterWrites, type Broker, type Channel, type ConsumeMessage, type Topology } from '@ge-mesh/broker';
 import type { RepositoryModel } from '@ge-mesh/model-repository';
 import { type BatchMessage, decode, versionMismatch } from '@ge-mesh/protocol';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
@@ -8,7 +8,7 @@ import type { BatchClaims } from './batch-claims.js';
 import { traceWorkerBatch, type WorkerBatchTrace } from './batch-tracing.js';
 import { gearOutputLinks } from './gear-outputs.js';
 import type { Placement } from './lane-plan.js';
-import { LanePool } from './lane-pool.js';
+import { LanePool, type LaneRun } from './lane-pool.js';
 import { TEST_LANE_DELAY_MS, TEST_LOAD_DELAY_MS } from './test-faults.js';
 import { warmupBatch, warmupFailure, warmupSamples } from './warmup.js';
 
@@ -206,11 +206,16 @@ export class ServedModel {
       const held = TEST_LANE_DELAY_MS > 0 ? () => new Promise((r) => setTimeout(r, TEST_LANE_DELAY_MS)) : undefined;
       // Members that travelled beside the batch are read from Redis while it is claimed.
       const stored = claims.storedRequests(batch);
-      stored.catch(() => undefined); // awaited below on every path that runs
-      const runOnLane = async (body: Buffer) => {
-        await held?.();
-        return pool.run(body, await stored);
-      };
+      stored?.catch(() => undefined); // awaited below on every path that runs
+      // With nothing to wait for, the batch is posted to an idle lane in this tick, before
+      // start-batch's write: the lane starts without waiting on that syscall.
+      const runOnLane = (body: Buffer): Promise<LaneRun> =>
+        held || stored
+          ? (async () => {
+              await held?.();
+              return pool.run(body, await stored);
+            })()
+          : pool.run(body);
       const early = msg.fields.redelivered ? undefined : runOnLane(msg.content);
       early?.catch(() => undefined); // awaited below on every path that uses it
       const claim = await claims.start(batch, msg.content);
@@ -220,7 +225,7 @@ export class ServedModel {
         return;
       }
       let ran: { tier: number; ms: number } | undefined;
-      let run: Awaited<ReturnType<LanePool['run']>> | undefined;
+      let run: LaneRun | undefined;
       if (claim?.body === msg.content && early) run = await early;
       else {
         // Only some members (or none) are this batch's to answer: the early run is void.
@@ -253,6 +258,9 @@ export class ServedModel {
       // again (finish-batch records its cost and frees its slot; a lost finish expires with the batch).
       ch.ack(msg);
       acked = true;
+      // The replies and the ack leave in one write when this tick ends; finish-batch's own write
+      // waits for it rather than go first.
+      await afterWrites();
       await claims.finish(batch, ran, claim?.ids);
       this.batches++;
       traced?.end();
