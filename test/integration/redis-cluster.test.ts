@@ -236,8 +236,9 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
   await expect('start c1 again', store.startBatch('c1', c, ['t1']), { kind: 'done' });
   await expect('create c2', store.createBatch(batch('c2', c, ['t2']), { maxInFlight: 1 }), { ok: true });
   await expect('start c2', store.startBatch('c2', c, ['t2']), { kind: 'run', members: [0] });
-  await expect('fail c2', store.failBatch('c2', c), true);
-  await expect('fail c2 again', store.failBatch('c2', c), false);
+  await expect('fail c2', store.failBatch('c2', c, ['t2']), [0]);
+  await expect('fail c2 again', store.failBatch('c2', c, ['t2']), null);
+  await expect('start c2 after its failure', store.startBatch('c2', c, ['t2']), { kind: 'done' });
   await expect(
     'c2 state',
     store.manifest('c2', c).then((m) => m?.state),

@@ -149,18 +149,37 @@ describe('worker registry (real Redis)', () => {
     assert.deepEqual(messages, ['worker:d', 'control:x', 'control:x', 'control:new']);
   });
 
-  it('fails a dead-lettered batch once and frees its lane slot', async () => {
+  it('fails a batch once, answering the members it still holds, and frees its lane slot', async () => {
     const store = new BatchStore(registry.redis, namespace);
-    const members = [{ id: 'r1', rows: 1, replyTo: 'q', correlationId: 'r1', deadline: Date.now() + 5_000 }];
-    assert.deepEqual(await store.createBatch({ batchId: 'b1', model: 'm', version: '1', tier: 1, rows: 1, members }), {
-      ok: true,
+    const member = (id: string) => ({ id, rows: 1, replyTo: 'q', correlationId: id, deadline: Date.now() + 5_000 });
+    const batch = (batchId: string, ids: string[]) => ({
+      batchId,
+      model: 'm',
+      version: '1',
+      tier: 2,
+      rows: ids.length,
+      members: ids.map(member),
     });
+    assert.deepEqual(await store.createBatch(batch('b1', ['r1', 'r2'])), { ok: true });
     assert.equal(await store.inFlight('m'), 1);
-    assert.deepEqual(await store.startBatch('b1', 'm', ['r1']), { kind: 'run', members: [0] });
-    assert.equal(await store.failBatch('b1', 'm'), true);
+    // r2 is taken over by b2 while b1 is still 'formed' (its batcher died before the publish was
+    // confirmed); b1's lane slot goes with it.
+    assert.deepEqual(await store.createBatch(batch('b2', ['r2'])), { ok: true });
+    assert.equal(await store.inFlight('m'), 1);
+    assert.deepEqual(await store.startBatch('b1', 'm', ['r1', 'r2']), { kind: 'run', members: [0] });
+    assert.deepEqual(await store.failBatch('b1', 'm', ['r1', 'r2']), [0]);
     assert.equal((await store.manifest('b1', 'm'))?.state, 'failed');
+    assert.equal(await store.inFlight('m'), 1);
+    // Once only; a worker that gets a copy later runs nothing.
+    assert.equal(await store.failBatch('b1', 'm', ['r1', 'r2']), null);
+    assert.deepEqual(await store.startBatch('b1', 'm', ['r1', 'r2']), { kind: 'done' });
+    // Failed while still 'formed' (its model was unloaded before a worker took it): the same.
+    assert.deepEqual(await store.failBatch('b2', 'm', ['r2']), [0]);
     assert.equal(await store.inFlight('m'), 0);
-    assert.equal(await store.failBatch('b1', 'm'), false);
-    assert.equal(await store.failBatch('nope', 'm'), false);
+    assert.deepEqual(await store.startBatch('b2', 'm', ['r2']), { kind: 'done' });
+    // A manifest that is gone is written again: its free members are answered, once.
+    assert.deepEqual(await store.failBatch('gone', 'm', ['r3', 'r1']), [0]);
+    assert.equal((await store.manifest('gone', 'm'))?.state, 'failed');
+    assert.equal(await store.failBatch('gone', 'm', ['r3']), null);
   });
 });

@@ -79,6 +79,21 @@ export interface BatchMessage {
   formedAt: number;
 }
 
+/** A batch message as it comes off the broker; throws when the bytes are not one. */
+export function decodeBatch(bytes: Uint8Array): BatchMessage {
+  const batch = decode<BatchMessage>(bytes);
+  if (!Array.isArray(batch?.members) || typeof batch.batchId !== 'string') throw new Error('not a batch');
+  return batch;
+}
+
+/** The requests of a batch's members at `positions` (0-based), each decoded from its body. */
+export function memberRequests(batch: BatchMessage, positions: readonly number[]): InferRequestMessage[] {
+  return positions.flatMap((i) => {
+    const m = batch.members[i];
+    return m ? [decode<InferRequestMessage>(m.body)] : [];
+  });
+}
+
 /**
  * Refusal of a message from another protocol version, or null when it is
  * ours. Services of different versions never mix silently: the receiver
@@ -123,6 +138,18 @@ export interface InferResponseMessage {
   outputs?: WireTensor[];
   error?: WireError;
   timings?: StageTimings;
+}
+
+/** The one answer to a request that fails before a lane runs it (refused, expired, dead-lettered, unloaded). */
+export function errorResponse(req: InferRequestMessage, error: WireError): InferResponseMessage {
+  return {
+    v: PROTOCOL_VERSION,
+    id: req.id,
+    correlationId: req.correlationId,
+    model: req.model,
+    version: req.version,
+    error,
+  };
 }
 
 /**

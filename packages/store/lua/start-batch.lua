@@ -18,35 +18,29 @@
                  the manifest's 'starts' field, for both durability modes alike.
 
   Returns
-    {0}              the batch was already answered (state 'done'): run nothing
+    {0}              the batch was already answered (state 'done', or 'failed': its members
+                     were answered with an error): run nothing
     {-1, starts}     the batch was started more than the delivery limit allows (every worker
                      that took it died or gave it back): dead-letter it, run nothing
     {1, i, j, ...}   run members i, j (1-based); the others belong to another batch.
                      A manifest or claim that is gone (expired, or Redis lost it) is
                      written again for this batch, so a later copy is not run twice.
 ]]
+--- @include "includes/batch-members"
+
 local state = redis.call('HGET', KEYS[1], 'state')
-if state == 'done' then
+if state == 'done' or state == 'failed' then
   return {0}
 end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl <= 0 then
-  ttl = tonumber(ARGV[3])
-end
+local ttl = batchTtl(KEYS[1], ARGV[3])
 local limit = tonumber(ARGV[4])
 local starts = redis.call('HINCRBY', KEYS[1], 'starts', 1)
 if limit > 0 and starts > limit then
   return {-1, starts}
 end
 local run = {1}
-for i = 2, #KEYS do
-  local owner = redis.call('GET', KEYS[i])
-  if not owner then
-    redis.call('SET', KEYS[i], ARGV[1], 'PX', ttl)
-    run[#run + 1] = i - 1
-  elseif owner == ARGV[1] then
-    run[#run + 1] = i - 1
-  end
+for _, i in ipairs(claimMembers(2, ARGV[1], ttl)) do
+  run[#run + 1] = i
 end
 redis.call('HSET', KEYS[1], 'state', 'running', 'updatedAt', ARGV[2])
 if not state then

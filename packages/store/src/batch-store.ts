@@ -273,16 +273,23 @@ export class BatchStore {
   }
 
   /**
-   * A dead-lettered batch had every member answered with an error: mark it
-   * failed (a redelivered dead letter is then skipped) and free its lane slot.
-   * False when it was already done or failed.
+   * A batch that will not run (dead-lettered, or its model unloaded while it
+   * waited in the queue): claim the members it still answers, mark it failed
+   * (neither a redelivered copy nor a worker that gets it later answers them
+   * again) and free its lane slot. The positions (0-based) of the members to
+   * answer with an error; null when it was done or failed already.
    */
-  async failBatch(batchId: string, model: string, now = Date.now()): Promise<boolean> {
-    const res = await this.scripts['fail-batch'](
-      [this.batchKey(model, batchId), this.inFlightKey(model)],
-      [batchId, now, this.lanesChannel(model)],
-    );
-    return res === 1;
+  async failBatch(
+    batchId: string,
+    model: string,
+    memberIds: readonly string[],
+    now = Date.now(),
+  ): Promise<number[] | null> {
+    const res = (await this.scripts['fail-batch'](
+      [this.batchKey(model, batchId), this.inFlightKey(model), ...memberIds.map((id) => this.claimKey(model, id))],
+      [batchId, now, this.lanesChannel(model), this.ttlMs],
+    )) as number[];
+    return res[0] === 0 ? null : res.slice(1).map((i) => i - 1);
   }
 
   /** The model's measured lane time per tier, ms (a moving average; tiers never run are absent). */

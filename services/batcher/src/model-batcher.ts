@@ -16,8 +16,8 @@ import {
   type BatchMessage,
   decode,
   encode,
+  errorResponse,
   type InferRequestMessage,
-  type InferResponseMessage,
   PROTOCOL_VERSION,
   TRITON_MESSAGES,
   versionMismatch,
@@ -42,6 +42,7 @@ import { LaneSlots } from './lane-slots.js';
 import { PendingQueue, type Queued } from './pending-queue.js';
 import { RequestIntake } from './request-intake.js';
 import { crashPoint } from './test-faults.js';
+import { refuseUnloadedBatches } from './unloaded-batches.js';
 
 interface Delivery {
   readonly msg: ConsumeMessage;
@@ -576,15 +577,7 @@ export class ModelBatcher {
 
   /** The one answer to a request that fails before any batch carries it. */
   private sendError(req: InferRequestMessage, error: WireError): void {
-    const res: InferResponseMessage = {
-      v: PROTOCOL_VERSION,
-      id: req.id,
-      correlationId: req.correlationId,
-      model: req.model,
-      version: req.version,
-      error,
-    };
-    this.broker.sendUnconfirmed(req.replyTo, encode(res), { correlationId: req.correlationId });
+    this.broker.sendUnconfirmed(req.replyTo, encode(errorResponse(req, error)), { correlationId: req.correlationId });
   }
 
   /** Answer a request the batcher cannot batch at all (no claim: it never reaches a batch). */
@@ -649,10 +642,11 @@ export class ModelBatcher {
   }
 
   /**
-   * The model was unloaded: the batches already formed go on, and every
+   * The model was unloaded: the batches a worker took go on, and every
    * request held or still queued for the model is answered at once with
    * MODEL_NOT_READY (instead of waiting for its deadline), for up to
-   * RETIRE_DRAIN_MS; then the batcher stops.
+   * RETIRE_DRAIN_MS, and so are the members of batches left in the batch
+   * queue once this batcher publishes no more; then the batcher stops.
    */
   async retire(): Promise<void> {
     this.retiring = {
@@ -672,7 +666,14 @@ export class ModelBatcher {
       if (left === 0) break;
       await new Promise((r) => setTimeout(r, 50));
     }
+    // Nothing more is published: batches no worker took are answered too.
     await Promise.allSettled([...this.inFlight]);
+    const { broker, store, log } = this;
+    await refuseUnloadedBatches({ broker, store, log }, this.topo.batches(this.model.name), this.retiring, (req, e) =>
+      this.sendError(req, e),
+    ).catch((err: Error) =>
+      log.error({ err: err.message, model: this.model.name }, 'batches left queued after the unload'),
+    );
     await this.stop();
   }
 

@@ -2,7 +2,9 @@ import { type Broker, type Channel, type ConsumeMessage, DEFAULT_DELIVERY_LIMIT,
 import {
   type BatchMessage,
   decode,
+  decodeBatch,
   type InferRequestMessage,
+  memberRequests,
   versionMismatch,
   type WireError,
 } from '@ge-mesh/protocol';
@@ -85,30 +87,24 @@ export class DeadLetters {
   private async failBatch(msg: ConsumeMessage, reason: string): Promise<void> {
     let batch: BatchMessage;
     try {
-      batch = decode<BatchMessage>(msg.content);
-      if (!Array.isArray(batch.members) || typeof batch.batchId !== 'string') throw new Error('not a batch');
+      batch = decodeBatch(msg.content);
     } catch (err) {
       this.log.error({ err: (err as Error).message }, 'undecodable dead batch dropped: nobody to answer');
       return;
     }
-    const manifest = await this.store.manifest(batch.batchId, batch.model);
-    if (manifest && (manifest.state === 'done' || manifest.state === 'failed')) return;
-    // The members this batch still answers (another batch may have taken some over).
-    const res = await this.store.startBatch(
+    // The members this batch still answers (another batch may have taken some over); none when
+    // it was answered before (a redelivered dead letter).
+    const answered = await this.store.failBatch(
       batch.batchId,
       batch.model,
       batch.members.map((m) => m.id),
     );
-    const answered = res.kind === 'run' ? res.members : [];
+    if (!answered) return;
     const error = versionMismatch(batch.v, 'batch') ?? this.error('batch', reason);
-    for (const i of answered) {
-      const member = batch.members[i];
-      if (!member) continue;
-      const req = decode<InferRequestMessage>(member.body);
+    for (const req of memberRequests(batch, answered)) {
       const r = errorReply(req, error);
       this.broker.sendUnconfirmed(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
     }
-    await this.store.failBatch(batch.batchId, batch.model);
     this.log.error(
       { batchId: batch.batchId, model: batch.model, reason, requests: answered.length },
       'dead-lettered batch: its requests were answered with POISON_INPUT',

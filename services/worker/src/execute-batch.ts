@@ -4,6 +4,7 @@ import {
   decode,
   encode,
   encodeOwned,
+  errorResponse,
   type InferRequestMessage,
   type InferResponseMessage,
   MeshError,
@@ -258,8 +259,7 @@ function groupByReplyQueue(responses: readonly Response[]): ReplyGroup[] {
 
 /** A single error answer, outside a batch (dead letters). */
 export function errorReply(r: InferRequestMessage, error: WireError): Reply {
-  const { replyTo, msg } = response(r, { error });
-  return { replyTo, correlationId: r.correlationId, body: encode(msg) };
+  return { replyTo: r.replyTo, correlationId: r.correlationId, body: encode(errorResponse(r, error)) };
 }
 
 /** The one answer to a request: its outputs and timings, or an error. */

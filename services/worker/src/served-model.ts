@@ -1,6 +1,6 @@
 import { afterWrites, type Broker, type Channel, type ConsumeMessage, type Topology } from '@ge-mesh/broker';
 import type { RepositoryModel } from '@ge-mesh/model-repository';
-import { type BatchMessage, decode, versionMismatch } from '@ge-mesh/protocol';
+import { type BatchMessage, decodeBatch, versionMismatch } from '@ge-mesh/protocol';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
@@ -178,8 +178,7 @@ export class ServedModel {
     try {
       let batch: BatchMessage;
       try {
-        batch = decode<BatchMessage>(msg.content);
-        if (!Array.isArray(batch.members) || typeof batch.batchId !== 'string') throw new Error('not a batch');
+        batch = decodeBatch(msg.content);
       } catch (err) {
         // Redelivering it would fail the same way forever: dead-letter it at once.
         log.error({ model: this.name, err: (err as Error).message }, 'undecodable batch dead-lettered');
