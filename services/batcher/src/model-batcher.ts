@@ -669,8 +669,9 @@ export class ModelBatcher {
     // Nothing more is published: batches no worker took are answered too.
     await Promise.allSettled([...this.inFlight]);
     const { broker, store, log } = this;
-    await refuseUnloadedBatches({ broker, store, log }, this.topo.batches(this.model.name), this.retiring, (req, e) =>
-      this.sendError(req, e),
+    const refusal = this.retiring;
+    await refuseUnloadedBatches({ broker, store, log }, this.topo.batches(this.model.name), (req) =>
+      this.sendError(req, refusal),
     ).catch((err: Error) =>
       log.error({ err: err.message, model: this.model.name }, 'batches left queued after the unload'),
     );

@@ -1,11 +1,5 @@
 import type { Broker } from '@ge-mesh/broker';
-import {
-  type BatchMessage,
-  decodeBatch,
-  type InferRequestMessage,
-  memberRequests,
-  type WireError,
-} from '@ge-mesh/protocol';
+import { type BatchMessage, decodeBatch, type InferRequestMessage, memberRequests } from '@ge-mesh/protocol';
 import type { BatchStore } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 
@@ -17,18 +11,15 @@ import type { Logger } from '@ge-mesh/telemetry';
  * in the queue off it and answers their members with `error`, as the
  * requests still queued are answered. fail-batch makes each answer once: a
  * worker that got the batch first runs it, one that gets a copy later skips it.
- * Returns how many requests were answered.
  */
 export async function refuseUnloadedBatches(
   deps: { broker: Broker; store: BatchStore; log: Logger },
   queue: string,
-  error: WireError,
-  answer: (req: InferRequestMessage, error: WireError) => void,
-): Promise<number> {
+  refuse: (req: InferRequestMessage) => void,
+): Promise<void> {
   const { broker, store, log } = deps;
   // A channel of its own: a failed get closes the channel it runs on.
   const ch = await broker.channel();
-  let answered = 0;
   try {
     for (let msg = await ch.get(queue); msg; msg = await ch.get(queue)) {
       let batch: BatchMessage;
@@ -45,8 +36,7 @@ export async function refuseUnloadedBatches(
           batch.model,
           batch.members.map((m) => m.id),
         );
-        for (const req of memberRequests(batch, members ?? [])) answer(req, error);
-        answered += members?.length ?? 0;
+        for (const req of memberRequests(batch, members ?? [])) refuse(req);
         log.info(
           { model: batch.model, batchId: batch.batchId, requests: members?.length ?? 0 },
           'unloaded model: a batch no worker took was answered',
@@ -61,5 +51,4 @@ export async function refuseUnloadedBatches(
   } finally {
     await ch.close().catch(() => undefined);
   }
-  return answered;
 }
