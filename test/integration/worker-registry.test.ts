@@ -167,7 +167,11 @@ describe('worker registry (real Redis)', () => {
     assert.deepEqual(await store.createBatch(batch('b2', ['r2'])), { ok: true });
     assert.equal(await store.inFlight('m'), 1);
     assert.deepEqual(await store.startBatch('b1', 'm', ['r1', 'r2']), { kind: 'run', members: [0] });
+    // Both travelled beside their messages: only the one b1 answers is deleted with it.
+    await store.storeRequestBody('m', 'r1', Buffer.from('one'), 5_000);
+    await store.storeRequestBody('m', 'r2', Buffer.from('two'), 5_000);
     assert.deepEqual(await store.failBatch('b1', 'm', ['r1', 'r2']), [0]);
+    assert.deepEqual(await store.requestBodies('m', ['r1', 'r2']), [null, Buffer.from('two')]);
     assert.equal((await store.manifest('b1', 'm'))?.state, 'failed');
     assert.equal(await store.inFlight('m'), 1);
     // Once only; a worker that gets a copy later runs nothing.
@@ -175,6 +179,7 @@ describe('worker registry (real Redis)', () => {
     assert.deepEqual(await store.startBatch('b1', 'm', ['r1', 'r2']), { kind: 'done' });
     // Failed while still 'formed' (its model was unloaded before a worker took it): the same.
     assert.deepEqual(await store.failBatch('b2', 'm', ['r2']), [0]);
+    assert.deepEqual(await store.requestBodies('m', ['r2']), [null]);
     assert.equal(await store.inFlight('m'), 0);
     assert.deepEqual(await store.startBatch('b2', 'm', ['r2']), { kind: 'done' });
     // A manifest that is gone is written again: its free members are answered, once.

@@ -39,7 +39,7 @@ if limit > 0 and starts > limit then
   return {-1, starts}
 end
 local run = {1}
-for _, i in ipairs(claimMembers(2, ARGV[1], ttl)) do
+for _, i in ipairs(claimMembers(2, #KEYS, ARGV[1], ttl)) do
   run[#run + 1] = i
 end
 redis.call('HSET', KEYS[1], 'state', 'running', 'updatedAt', ARGV[2])

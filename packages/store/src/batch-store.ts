@@ -276,7 +276,7 @@ export class BatchStore {
    * A batch that will not run (dead-lettered, or its model unloaded while it
    * waited in the queue): claim the members it still answers, mark it failed
    * (neither a redelivered copy nor a worker that gets it later answers them
-   * again) and free its lane slot. The positions (0-based) of the members to
+   * again), delete their stored requests and free its lane slot. The positions (0-based) of the members to
    * answer with an error; null when it was done or failed already.
    */
   async failBatch(
@@ -286,7 +286,12 @@ export class BatchStore {
     now = Date.now(),
   ): Promise<number[] | null> {
     const res = (await this.scripts['fail-batch'](
-      [this.batchKey(model, batchId), this.inFlightKey(model), ...memberIds.map((id) => this.claimKey(model, id))],
+      [
+        this.batchKey(model, batchId),
+        this.inFlightKey(model),
+        ...memberIds.map((id) => this.claimKey(model, id)),
+        ...memberIds.map((id) => this.requestBodyKey(model, id)),
+      ],
       [batchId, now, this.lanesChannel(model), this.ttlMs],
     )) as number[];
     return res[0] === 0 ? null : res.slice(1).map((i) => i - 1);

@@ -2,7 +2,7 @@
   batch-members, included into start-batch and fail-batch when they are loaded (scripts.ts): the
   one rule for which members a batch answers, whether it runs them or answers them with an error.
 
-  KEYS[first..] are the members' claims ({<ns>:<model>}:claim:<requestId>). A claim that is free
+  KEYS[first..last] are the members' claims ({<ns>:<model>}:claim:<requestId>). A claim that is free
   is taken for the batch; one the batch already holds is kept; one another batch (or a batcher's
   error answer, '!<reason>') holds is not this batch's to answer.
 ]]
@@ -17,10 +17,10 @@ local function batchTtl(manifest, fallbackTtl)
   return ttl
 end
 
--- The members this batch answers, as 1-based positions among KEYS[first..], claiming the free ones.
-local function claimMembers(first, batchId, ttl)
+-- The members this batch answers, as 1-based positions among KEYS[first..last], claiming the free ones.
+local function claimMembers(first, last, batchId, ttl)
   local mine = {}
-  for i = first, #KEYS do
+  for i = first, last do
     local owner = redis.call('GET', KEYS[i])
     if not owner then
       redis.call('SET', KEYS[i], batchId, 'PX', ttl)
