@@ -294,3 +294,56 @@ describe('model control: unload while requests are queued', { timeout: 180_000 }
     }
   });
 });
+
+describe('model control: unload while batches outlast the drain timeout', { timeout: 180_000 }, () => {
+  let mesh: TestMesh;
+  let repo: Awaited<ReturnType<typeof tinyVariants>>;
+  const c = client(() => mesh, new Reference());
+
+  before(async () => {
+    // As above, but each batch is held 20 s and the worker waits 500 ms for the batches in hand
+    // to end: at the unload neither of its two can finish in time.
+    repo = await tinyVariants({ slow: 'max_batch_size: 1\ndynamic_batching { }' });
+    mesh = await startTestMesh({
+      modelRepository: repo.dir,
+      models: ['slow'],
+      env: { GEMESH_TEST_LANE_DELAY_MS: '20000', GEMESH_DRAIN_TIMEOUT_MS: '500' },
+      flags: { batcher: ['--staged-batches', '3'] },
+    });
+  });
+  after(async () => {
+    await mesh?.teardown();
+    await repo?.remove();
+  });
+
+  it('answers the batches still running MODEL_NOT_READY instead of returning them to a queue no one reads', async () => {
+    await eventually(async () => (await c.states()).slow === 'READY', 'slow ready');
+    const started = Date.now();
+    const inputs = sampleInputs(demoModel('tiny'), 1, 7);
+    const sent = Array.from({ length: 12 }, () =>
+      c.call('POST', '/v2/models/slow/infer', jsonInferBody(inputs)).then((r) => ({ ...r, at: Date.now() - started })),
+    );
+    await new Promise((r) => setTimeout(r, 400));
+    assert.deepEqual(await c.call('POST', '/v2/repository/models/slow/unload'), { status: 200, text: '' });
+    const answers = await Promise.all(sent);
+    const cutOff = answers.filter(
+      (a) =>
+        a.status === 400 &&
+        a.text.includes("model 'slow' was unloaded while the request was running") &&
+        a.text.includes('drain timeout (500 ms)'),
+    );
+    const queued = answers.filter(
+      (a) => a.status === 400 && a.text.includes("model 'slow' was unloaded while the request was queued"),
+    );
+    // The batch running and the one in the worker's hand, then the two in the batch queue and
+    // the eight queued before any batch.
+    assert.equal(cutOff.length, 2, JSON.stringify(answers));
+    assert.equal(queued.length, 10, JSON.stringify(answers));
+    // None waited for its run's 20 s hold, nor for its deadline.
+    assert.ok(Math.max(...answers.map((a) => a.at)) < 15_000, JSON.stringify(answers.map((a) => a.at)));
+    const logged = mesh.lines.filter((l) => l.includes('unload: batches still running are answered with an error'));
+    assert.equal(logged.length, 1, logged.join('\n'));
+    assert.match(logged[0] ?? '', /"batches":2\b/);
+    assert.equal(mesh.lines.filter((l) => l.includes('returned for redelivery')).length, 0);
+  });
+});

@@ -77,6 +77,19 @@ export class BatchClaims {
   }
 
   /**
+   * The batch will not run (its model was unloaded while it ran): mark it
+   * failed. The positions (0-based) of the members it still answers, to be
+   * answered with an error; null when it was answered already.
+   */
+  fail(batch: BatchMessage): Promise<number[] | null> {
+    return this.store.failBatch(
+      batch.batchId,
+      batch.model,
+      batch.members.map((m) => m.id),
+    );
+  }
+
+  /**
    * Every reply of the batch is published: mark it done and free its lane
    * slot. `ran`, the tier the lane ran and how long the run held it, feeds the
    * tier costs the batchers plan with (absent when the batch ran nothing).

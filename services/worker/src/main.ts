@@ -227,7 +227,10 @@ async function reconcile(): Promise<void> {
       if (failedReloads.delete(name)) presence.changed();
       if (current && current.state !== 'unloading') {
         log.info({ model: name, generation: gen }, 'unloading');
-        await current.unload(settings.drainTimeoutMs);
+        await current.unload(settings.drainTimeoutMs, {
+          code: 'MODEL_NOT_READY',
+          message: `model '${name}' was unloaded while the request was running, and its run did not end within the worker's drain timeout (${settings.drainTimeoutMs} ms)`,
+        });
         served.delete(name);
         presence.changed();
       }

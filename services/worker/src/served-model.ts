@@ -1,11 +1,12 @@
 import { afterWrites, type Broker, type Channel, type ConsumeMessage, type Topology } from '@ge-mesh/broker';
 import type { RepositoryModel } from '@ge-mesh/model-repository';
-import { type BatchMessage, decodeBatch, versionMismatch } from '@ge-mesh/protocol';
+import { type BatchMessage, decodeBatch, memberRequests, versionMismatch, type WireError } from '@ge-mesh/protocol';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { BatchClaims } from './batch-claims.js';
 import { traceWorkerBatch, type WorkerBatchTrace } from './batch-tracing.js';
+import { errorReply } from './execute-batch.js';
 import { gearOutputLinks } from './gear-outputs.js';
 import type { Placement } from './lane-plan.js';
 import { LanePool, type LaneRun } from './lane-pool.js';
@@ -54,6 +55,10 @@ export class ServedModel {
   private readonly consumers: DeviceConsumer[] = [];
   private idle: Array<() => void> = [];
   private closing = false;
+  /** Deliveries being run, with their channel and batch (once decoded). */
+  private readonly inHand = new Map<ConsumeMessage, { ch: Channel; batch?: BatchMessage }>();
+  /** Deliveries answered with an error by `answerInHand`: their run, if it ends, publishes and settles nothing. */
+  private readonly abandoned = new Set<ConsumeMessage>();
 
   constructor(
     readonly model: RepositoryModel,
@@ -171,6 +176,9 @@ export class ServedModel {
   private async onBatch(device: number, ch: Channel, msg: ConsumeMessage): Promise<void> {
     const { broker, claims, log } = this.deps;
     this.inflight++;
+    const hand: { ch: Channel; batch?: BatchMessage } = { ch };
+    this.inHand.set(msg, hand);
+    const abandoned = () => this.abandoned.has(msg);
     let traced: WorkerBatchTrace | undefined;
     // Once acked, a later failure (finish-batch) must not nack it: a second settle of one delivery
     // is a channel error, which would hand every other batch in hand back for redelivery.
@@ -192,6 +200,7 @@ export class ServedModel {
         ch.nack(msg, false, false);
         return;
       }
+      hand.batch = batch;
       traced = traceWorkerBatch(this.name, device, batch, msg.properties.headers);
       // Its previous holder died or gave it back before acking it (a crash, a drain timeout).
       if (msg.fields.redelivered) log.info({ batchId: batch.batchId, model: this.name, device }, 'redelivered batch');
@@ -218,6 +227,7 @@ export class ServedModel {
       const early = msg.fields.redelivered ? undefined : runOnLane(msg.content);
       early?.catch(() => undefined); // awaited below on every path that uses it
       const claim = await claims.start(batch, msg.content);
+      if (abandoned()) return;
       if (claim === 'poison') {
         await early?.catch(() => undefined);
         ch.nack(msg, false, false);
@@ -231,6 +241,7 @@ export class ServedModel {
         await early?.catch(() => undefined);
         if (claim) run = await runOnLane(claim.body);
       }
+      if (abandoned()) return;
       if (run) {
         // The tier the lane really ran (expired members may have let it take a smaller one): the
         // batchers plan with each tier's lane time, so the time goes to that tier.
@@ -257,6 +268,8 @@ export class ServedModel {
       // again (finish-batch records its cost and frees its slot; a lost finish expires with the batch).
       ch.ack(msg);
       acked = true;
+      // Answered: answerInHand must not answer it again.
+      this.inHand.delete(msg);
       // The replies and the ack leave in one write when this tick ends; finish-batch's own write
       // waits for it rather than go first.
       await afterWrites();
@@ -265,6 +278,7 @@ export class ServedModel {
       traced?.end();
     } catch (err) {
       traced?.fail(err);
+      if (abandoned()) return;
       if (acked) {
         // Answered already: only its finish-batch failed; the slot lapses with the batch's deadlines.
         log.error({ err, model: this.name, device }, 'batch answered, but not recorded as finished');
@@ -277,6 +291,8 @@ export class ServedModel {
         // The channel is gone: the broker requeued the delivery already.
       }
     } finally {
+      this.inHand.delete(msg);
+      this.abandoned.delete(msg);
       this.inflight--;
       if (this.inflight === 0) for (const wake of this.idle.splice(0)) wake();
     }
@@ -311,15 +327,54 @@ export class ServedModel {
     });
   }
 
-  /** Stop consuming, finish the batches in hand, close the lanes. */
-  async unload(timeoutMs: number): Promise<void> {
+  /**
+   * Stop consuming, finish the batches in hand, close the lanes. Batches
+   * still running after `timeoutMs` go back to the batch queue, for the
+   * version that takes over (a reload); with `answerLeft` (the model is
+   * unloaded, so no one will take them) their members are answered with
+   * that error instead of waiting out their deadlines.
+   */
+  async unload(timeoutMs: number, answerLeft?: WireError): Promise<void> {
     this.state = 'unloading';
     this.deps.onChange();
     await this.stopConsuming();
     if (!(await this.drained(timeoutMs))) {
-      this.deps.log.warn({ model: this.name, inflight: this.inflight }, 'unload: batches still running are returned');
+      const { log } = this.deps;
+      if (answerLeft) {
+        const answered = await this.answerInHand(answerLeft);
+        log.warn({ model: this.name, batches: answered }, 'unload: batches still running are answered with an error');
+      } else log.warn({ model: this.name, inflight: this.inflight }, 'unload: batches still running are returned');
     }
     await this.close();
+  }
+
+  /**
+   * Answer the members of every batch in hand with `error` (fail-batch claims
+   * them, so a copy run elsewhere answers none twice) and ack the deliveries.
+   * Each is marked abandoned first, in this tick, so a run that ends meanwhile
+   * publishes nothing. A batch Redis cannot fail now goes back to the queue
+   * when its channel closes. Returns how many batches were answered.
+   */
+  private async answerInHand(error: WireError): Promise<number> {
+    const { broker, claims, log } = this.deps;
+    const held = [...this.inHand].filter(([, h]) => h.batch);
+    for (const [msg] of held) this.abandoned.add(msg);
+    let answered = 0;
+    for (const [msg, { ch, batch }] of held) {
+      if (!batch) continue;
+      try {
+        const members = await claims.fail(batch);
+        for (const req of memberRequests(batch, members ?? [])) {
+          const r = errorReply(req, error);
+          broker.sendUnconfirmed(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
+        }
+        ch.ack(msg);
+        answered++;
+      } catch (err) {
+        log.error({ err: (err as Error).message, batchId: batch.batchId }, 'batch in hand not answered; returned');
+      }
+    }
+    return answered;
   }
 
   /** Close the consumer channels (unacked deliveries go back to the queue) and the lanes. */
