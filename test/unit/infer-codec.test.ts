@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { TensorConfig } from '@ge-mesh/model-repository';
+import { createPrng } from '@ge-mesh/onnx/prng';
 import { type DataType, ERRORS, type ErrorCode, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import {
   encodeInferResponse,
@@ -1032,17 +1033,8 @@ describe('errorBody / errorStatus', () => {
 // ---------- property-style round trips ----------
 
 describe('random valid requests round-trip', () => {
-  // mulberry32: a small seeded PRNG, so failures reproduce.
-  function rng(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
+  // Seeded, so failures reproduce.
+  const rng = (seed: number) => createPrng(seed).next;
 
   const ALL: DataType[] = [...JSON_TYPES, 'FP16', 'BF16'];
   const INT_RANGE: Partial<Record<DataType, [number, number]>> = {

@@ -1,4 +1,4 @@
-import { mulberry32 } from './prng.js';
+import { createPrng } from '@ge-mesh/onnx/prng';
 import type { WindowResult } from './stability.js';
 import { percentile } from './stats.js';
 
@@ -61,7 +61,7 @@ export class LoadDriver {
 
   private async openLoop(perSec: number, distribution: 'constant' | 'poisson', seed: number): Promise<void> {
     const meanMs = 1000 / perSec;
-    const u = mulberry32(seed);
+    const u = createPrng(seed).next;
     const gap = distribution === 'poisson' ? () => -Math.log(1 - u()) * meanMs : () => meanMs;
     let next = performance.now();
     while (this.running) {

@@ -1,7 +1,7 @@
+import { createPrng } from '@ge-mesh/onnx/prng';
 import { DATATYPES } from '@ge-mesh/protocol';
 import { Pool } from 'undici';
 import type { Send } from './driver.js';
-import { mulberry32 } from './prng.js';
 
 /**
  * A KServe v2 HTTP target: requests built once from the model's metadata
@@ -97,7 +97,7 @@ export function buildInputSets(
   o: Pick<HttpTargetOptions, 'batch' | 'inputData' | 'shapes' | 'variants'>,
 ): RawTensor[][] {
   return Array.from({ length: o.variants ?? 16 }, (_, v) => {
-    const rand = o.inputData === 'random' ? mulberry32(v + 1) : null;
+    const rand = o.inputData === 'random' ? createPrng(v + 1).next : null;
     return meta.inputs.map((t) => {
       const rowDims = o.shapes?.[t.name] ?? t.shape.slice(t.shape[0] === -1 ? 1 : 0);
       if (rowDims.some((d) => d < 0))
