@@ -109,7 +109,7 @@ describe('queue policy end to end (slow worker)', { timeout: 180_000, concurrenc
     const done = order('q8');
     const firstTwo = done.slice(0, 2).sort();
     assert.deepEqual(firstTwo, refused.map((a) => a.name).sort());
-    assert.equal(await store.queueSize(store.queueKey('q8', 0)), 0, 'every admitted request left the queue');
+    assert.equal(await store.queues.size(store.queueKey('q8', 0)), 0, 'every admitted request left the queue');
   });
 
   it('default_timeout 300 ms (REJECT), override only shortens; a dispatched request is never timed out', async () => {

@@ -213,13 +213,13 @@ describe('batch store (real Redis)', () => {
   });
 
   it('one batcher at a time leads a preserve_ordering model; the lead lapses or is given up', async () => {
-    assert.equal(await store.lead('ord', 'A', 200), true);
-    assert.equal(await store.lead('ord', 'B', 200), false);
-    assert.equal(await store.lead('ord', 'A', 200), true, 'renewed');
-    assert.equal(await store.lead('ord', 'A', 0), true, 'given up');
-    assert.equal(await store.lead('ord', 'B', 50), true);
+    assert.equal(await store.leads.take('ord', 'A', 200), true);
+    assert.equal(await store.leads.take('ord', 'B', 200), false);
+    assert.equal(await store.leads.take('ord', 'A', 200), true, 'renewed');
+    assert.equal(await store.leads.take('ord', 'A', 0), true, 'given up');
+    assert.equal(await store.leads.take('ord', 'B', 50), true);
     await new Promise((r) => setTimeout(r, 80));
-    assert.equal(await store.lead('ord', 'A', 200), true, 'B stopped renewing');
+    assert.equal(await store.leads.take('ord', 'A', 200), true, 'B stopped renewing');
   });
 
   it('admission is exact across connections: max_queue_size 8, 10 at once → 8 admitted', async () => {
@@ -227,29 +227,33 @@ describe('batch store (real Redis)', () => {
     const q = store.queueKey('tiny', 0);
     const deadline = Date.now() + 5_000;
     const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => (others[i % 3] as BatchStore).admit(q, `a${i}`, deadline, 8)),
+      Array.from({ length: 10 }, (_, i) => (others[i % 3] as BatchStore).queues.admit(q, `a${i}`, deadline, 8)),
     );
     assert.equal(results.filter((r) => r.admitted).length, 8);
     assert.equal(results.filter((r) => !r.admitted).length, 2);
-    assert.equal(await store.queueSize(q), 8);
+    assert.equal(await store.queues.size(q), 8);
     // Batching takes members out of the queue; a failed publish takes one out too.
     const admitted = results.flatMap((r, i) => (r.admitted ? [`a${i}`] : []));
     const inBatch = admitted.slice(0, 3);
     assert.deepEqual(await store.createBatch(batch('Q1', inBatch, 'tiny'), { queueKeys: [q] }), { ok: true });
-    assert.equal(await store.queueSize(q), 5);
-    assert.equal(await store.leaveQueue(q, [admitted[3] as string, 'unknown']), 1);
-    assert.equal(await store.queueSize(q), 4);
+    assert.equal(await store.queues.size(q), 5);
+    assert.equal(await store.queues.leave(q, [admitted[3] as string, 'unknown']), 1);
+    assert.equal(await store.queues.size(q), 4);
     assert.equal(await store.expireRequest(admitted[4] as string, 'tiny', 'timeout', soon(q)), true);
-    assert.equal(await store.queueSize(q), 3);
+    assert.equal(await store.queues.size(q), 3);
   });
 
   it('an admission entry stops counting at its deadline (a crashed gateway leaks no slot)', async () => {
     const q = store.queueKey('lapse', 1);
     const now = Date.now();
-    assert.deepEqual(await store.admit(q, 'p1', now + 30, 1, now), { admitted: true, size: 1 });
-    assert.deepEqual(await store.admit(q, 'p2', now + 5_000, 1, now), { admitted: false, size: 1 });
-    assert.deepEqual(await store.admit(q, 'p2', now + 5_000, 1, now + 31), { admitted: true, size: 1 });
-    assert.deepEqual(await store.admit(q, 'p2', now + 5_000, 1, now + 32), { admitted: true, size: 1 }, 'idempotent');
+    assert.deepEqual(await store.queues.admit(q, 'p1', now + 30, 1, now), { admitted: true, size: 1 });
+    assert.deepEqual(await store.queues.admit(q, 'p2', now + 5_000, 1, now), { admitted: false, size: 1 });
+    assert.deepEqual(await store.queues.admit(q, 'p2', now + 5_000, 1, now + 31), { admitted: true, size: 1 });
+    assert.deepEqual(
+      await store.queues.admit(q, 'p2', now + 5_000, 1, now + 32),
+      { admitted: true, size: 1 },
+      'idempotent',
+    );
   });
 
   it('queue policy: the request timeout only shortens the default, and is ignored when the default is 0', () => {

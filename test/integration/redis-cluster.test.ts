@@ -261,22 +261,22 @@ async function scenario(store: BatchStore, registry: WorkerRegistry, [a, b, c]: 
   await expect('reclaim f1 (started)', store.reclaimRequest('f1', b), 'drop');
   // admit-request, leave-queue; create-batch and expire-request take members out of the queue.
   const q = store.queueKey(a, 1);
-  await expect('admit p1', store.admit(q, 'p1', Date.now() + 60_000, 2), { admitted: true, size: 1 });
-  await expect('admit p2', store.admit(q, 'p2', Date.now() + 60_000, 2), { admitted: true, size: 2 });
-  await expect('admit p3 (full)', store.admit(q, 'p3', Date.now() + 60_000, 2), { admitted: false, size: 2 });
-  await expect('leave p2', store.leaveQueue(q, ['p2', 'unknown']), 1);
+  await expect('admit p1', store.queues.admit(q, 'p1', Date.now() + 60_000, 2), { admitted: true, size: 1 });
+  await expect('admit p2', store.queues.admit(q, 'p2', Date.now() + 60_000, 2), { admitted: true, size: 2 });
+  await expect('admit p3 (full)', store.queues.admit(q, 'p3', Date.now() + 60_000, 2), { admitted: false, size: 2 });
+  await expect('leave p2', store.queues.leave(q, ['p2', 'unknown']), 1);
   await expect('create a3 from the queue', store.createBatch(batch('a3', a, ['p1']), { queueKeys: [q] }), { ok: true });
-  await expect('admit p4', store.admit(q, 'p4', Date.now() + 60_000, 2), { admitted: true, size: 1 });
+  await expect('admit p4', store.queues.admit(q, 'p4', Date.now() + 60_000, 2), { admitted: true, size: 1 });
   await expect(
     'expire p4',
     store.expireRequest('p4', a, 'timeout', { deadline: Date.now() + 60_000, queueKey: q }),
     true,
   );
-  await expect('queue size', store.queueSize(q), 0);
+  await expect('queue size', store.queues.size(q), 0);
   // lead-model.
-  await expect('lead x', store.lead(a, 'x', 5_000), true);
-  await expect('lead y', store.lead(a, 'y', 5_000), false);
-  await expect('give up x', store.lead(a, 'x', 0), true);
+  await expect('lead x', store.leads.take(a, 'x', 5_000), true);
+  await expect('lead y', store.leads.take(a, 'y', 5_000), false);
+  await expect('give up x', store.leads.take(a, 'x', 0), true);
   // Worker registry: claim-devices, heartbeat-worker, set-model-control, release-worker.
   await expect('claim 2 devices', registry.claimDevices('w1', 'n1', 'cpu', [0, 1, 2], 2, 5_000), [0, 1]);
   await expect('claim 2 more', registry.claimDevices('w2', 'n1', 'cpu', [0, 1, 2], 2, 5_000), null);

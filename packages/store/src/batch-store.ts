@@ -1,5 +1,8 @@
 import { Packr } from 'msgpackr';
+import { AdmissionQueues } from './admission-queues.js';
 import { connectRedis, type RedisConnection, scanKeys, unlinkKeys } from './connect.js';
+import { ModelKeys } from './model-keys.js';
+import { ModelLeads } from './model-leads.js';
 import { type HealthLog, RedisHealth } from './redis-health.js';
 import { defineScripts, type ScriptName, type ScriptRunner } from './scripts.js';
 
@@ -81,22 +84,27 @@ const STATE_MARGIN_MS = 30_000;
 
 /**
  * Batch state in Redis, all with TTLs: manifests, request claims (which
- * batch answers a request), each model's in-flight batches (lane slots) and
- * the admission queues. Every change is one Lua script (../lua).
- *
- * Key layout: a batch and its requests belong to one model, and every key
- * of a model is under the hash tag `{<ns>:<model>}`, so each script's keys
- * share one Redis Cluster slot while models spread over the cluster.
+ * batch answers a request), stored requests, each model's in-flight batches
+ * (lane slots) and tier costs. Every change is one Lua script (../lua); the
+ * keys are ModelKeys'. The admission queues and the ordering leads share its
+ * connection and scripts (`queues`, `leads`).
  */
-export class BatchStore {
+export class BatchStore extends ModelKeys {
   private readonly scripts: Record<ScriptName, ScriptRunner>;
+  /** The admission queues (max_queue_size), on the same connection. */
+  readonly queues: AdmissionQueues;
+  /** The ordering leads (preserve_ordering), on the same connection. */
+  readonly leads: ModelLeads;
   constructor(
     readonly redis: RedisConnection,
-    readonly namespace: string,
+    namespace: string,
     /** TTL of state whose deadline is unknown (a claim written for a batch whose manifest is gone). */
     readonly ttlMs = 10 * 60_000,
   ) {
+    super(namespace);
     this.scripts = defineScripts(redis);
+    this.queues = new AdmissionQueues(redis, this.scripts);
+    this.leads = new ModelLeads(this, this.scripts);
   }
 
   /** Connection health (probed; see RedisHealth), when connected through connect(). */
@@ -107,42 +115,6 @@ export class BatchStore {
     const store = new BatchStore(connectRedis(url), namespace);
     store.health = new RedisHealth(store.redis, log);
     return store;
-  }
-
-  /** Prefix of every key of a model: its hash tag. */
-  modelTag(model: string): string {
-    return `{${this.namespace}:${model}}`;
-  }
-  batchKey(model: string, batchId: string): string {
-    return `${this.modelTag(model)}:batch:${batchId}`;
-  }
-  /** Which batch answers a request ('!<reason>' once it was answered with an error). */
-  claimKey(model: string, requestId: string): string {
-    return `${this.modelTag(model)}:claim:${requestId}`;
-  }
-  /** A large request kept beside its message (InferRequestMessage.stored), as the gateway encoded it. */
-  requestBodyKey(model: string, requestId: string): string {
-    return `${this.modelTag(model)}:body:${requestId}`;
-  }
-  /** Zset of the model's batches that are formed and not yet finished by a worker. */
-  inFlightKey(model: string): string {
-    return `${this.modelTag(model)}:inflight`;
-  }
-  /** Zset of the requests admitted to a model's priority level and not yet batched or answered. */
-  queueKey(model: string, level: number): string {
-    return `${this.modelTag(model)}:queue:${level}`;
-  }
-  /** Which batcher batches a model whose responses must keep request order. */
-  leadKey(model: string): string {
-    return `${this.modelTag(model)}:lead`;
-  }
-  /** Hash of the model's measured lane time per tier (finish-batch keeps it). */
-  tierCostKey(model: string): string {
-    return `${this.modelTag(model)}:tiercost`;
-  }
-  /** Pub/sub channel on which workers announce that a batch of the model finished. */
-  lanesChannel(model: string): string {
-    return `${this.namespace}:lanes:${model}`;
   }
 
   /**
@@ -360,32 +332,6 @@ export class BatchStore {
     return res[0] === 0 ? 'free' : res[0] === 1 ? 'retry' : 'drop';
   }
 
-  /** Admit a request to a level's queue unless it holds `maxQueueSize` already; exact across processes. */
-  async admit(
-    queueKey: string,
-    requestId: string,
-    deadline: number,
-    maxQueueSize: number,
-    now = Date.now(),
-  ): Promise<{ admitted: boolean; size: number }> {
-    const res = (await this.scripts['admit-request']([queueKey], [requestId, deadline, now, maxQueueSize])) as [
-      number,
-      number,
-    ];
-    return { admitted: res[0] === 1, size: res[1] };
-  }
-
-  /** Take requests out of a level's queue that will never reach a batcher. */
-  async leaveQueue(queueKey: string, requestIds: readonly string[]): Promise<number> {
-    if (requestIds.length === 0) return 0;
-    return (await this.scripts['leave-queue']([queueKey], [...requestIds])) as number;
-  }
-
-  /** Requests counted in a level's queue now (lapsed entries excluded). */
-  async queueSize(queueKey: string, now = Date.now()): Promise<number> {
-    return this.redis.zcount(queueKey, `(${now}`, '+inf');
-  }
-
   async manifest(batchId: string, model: string): Promise<Manifest | null> {
     return this.readManifest(this.batchKey(model, batchId), batchId);
   }
@@ -403,11 +349,6 @@ export class BatchStore {
       createdAt: Number(h.createdAt),
       members: h.members ? (packr.unpack(h.members) as ManifestMember[]) : [],
     };
-  }
-
-  /** Take or renew the lead of a model for `ttlMs` (0 = give it up); false while another batcher holds it. */
-  async lead(model: string, token: string, ttlMs: number): Promise<boolean> {
-    return (await this.scripts['lead-model']([this.leadKey(model)], [token, ttlMs])) === 1;
   }
 
   /** Every batch manifest of this namespace, of every model (tests and benchmarks). */

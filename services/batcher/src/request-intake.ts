@@ -93,7 +93,7 @@ export class RequestIntake {
     const tick = async () => {
       if (this.stopped) return;
       try {
-        const leading = await this.store.lead(this.o.model, this.token, LEAD_TTL_MS);
+        const leading = await this.store.leads.take(this.o.model, this.token, LEAD_TTL_MS);
         if (leading && !this.ch) {
           this.log.info({ model: this.o.model }, 'leading (preserve_ordering)');
           await this.consume();
@@ -131,6 +131,6 @@ export class RequestIntake {
 
   /** Gives up the lead (after `close`, so the next leader finds the requests back in the queue). */
   async resign(): Promise<void> {
-    if (this.o.leadOnly) await this.store.lead(this.o.model, this.token, 0).catch(() => false);
+    if (this.o.leadOnly) await this.store.leads.take(this.o.model, this.token, 0).catch(() => false);
   }
 }

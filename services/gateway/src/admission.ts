@@ -23,13 +23,13 @@ export class Admission {
     const key = this.store.queueKey(config.name, level);
     let admitted: boolean;
     try {
-      ({ admitted } = await this.store.admit(key, requestId, deadline, max));
+      ({ admitted } = await this.store.queues.admit(key, requestId, deadline, max));
     } catch {
       throw new MeshError('UNAVAILABLE', 'the queue of this model cannot be checked now; try again');
     }
     if (!admitted) throw new MeshError('QUEUE_FULL', TRITON_MESSAGES.queueFull);
     return async () => {
-      await this.store.leaveQueue(key, [requestId]).catch(() => 0);
+      await this.store.queues.leave(key, [requestId]).catch(() => 0);
     };
   }
 
