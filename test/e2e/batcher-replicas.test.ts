@@ -189,10 +189,11 @@ describe('batcher replicas and crashes (real broker and Redis)', { timeout: 240_
   });
 
   it('a batcher crashing in each window of a batch (SIGKILL) loses nothing and answers nothing twice', async () => {
-    // Each dies at its 2nd batch: after recording it in Redis, and after the broker confirmed
-    // it but before acking its requests (its state still 'formed').
-    const faulty = ['recorded', 'published'].map((point) =>
-      replica(`batcher-crash-${point}`, ['--models', 'rep'], { GEMESH_TEST_CRASH_POINT: `${point}:2` }),
+    // One dies at its first batch for an idle lane, with the batch and create-batch both written
+    // (neither answered); the others at their 2nd batch: after recording it in Redis, and after
+    // the broker confirmed it but before acking its requests (its state still 'formed').
+    const faulty = ['sent:1', 'recorded:2', 'published:2'].map((point) =>
+      replica(`batcher-crash-${point.split(':')[0]}`, ['--models', 'rep'], { GEMESH_TEST_CRASH_POINT: point }),
     );
     await readyAll(faulty.map((f) => f.name));
     const sent = await load(300);

@@ -61,8 +61,22 @@ describe('batch store (real Redis)', () => {
   });
 
   it('refuses a second manifest with the same id', async () => {
-    assert.deepEqual(await store.createBatch(batch('b1', ['r9'])), { ok: false, reason: 'exists' });
+    assert.deepEqual(await store.createBatch(batch('b1', ['r9'])), { ok: false, reason: 'exists', notHeldIds: ['r9'] });
     assert.equal(await store.redis.exists(store.claimKey('m', 'r9')), 0, 'nothing written on refusal');
+  });
+
+  it('a batch a worker started before its create-batch ran: create-batch names the members it does not hold', async () => {
+    // An abandoned batch (its batcher died before publishing it) holds e1's claim.
+    assert.deepEqual(await store.createBatch(batch('ea', ['e1'], 'E')), { ok: true });
+    // The early batch reaches a worker first: start-batch writes it and takes the free claim only.
+    assert.deepEqual(await store.startBatch('eb', 'E', ['e1', 'e2']), { kind: 'run', members: [1] });
+    assert.deepEqual(await store.createBatch(batch('eb', ['e1', 'e2'], 'E')), {
+      ok: false,
+      reason: 'exists',
+      notHeldIds: ['e1'],
+    });
+    assert.equal(await store.redis.get(store.claimKey('E', 'e1')), 'ea');
+    assert.equal(await store.redis.get(store.claimKey('E', 'e2')), 'eb');
   });
 
   it('a request claimed by a published batch is not batched again, and nothing is written', async () => {

@@ -35,7 +35,9 @@
 
   Returns
     {1}                  created
-    {-1}                 a manifest with this id already exists; nothing written
+    {-1, i, j, ...}      a manifest with this id already exists (the batch reached a worker before
+                         this call, and start-batch wrote it); nothing written; members i, j
+                         (1-based) are not held by this batch (start-batch takes free claims only)
     {-2, i, j, ...}      members i, j (1-based) are carried by a batch past 'formed', or were
                          answered; nothing written (the caller drops them and retries the rest)
     {-3, inflight}       no lane slot: the model has inflight >= limit batches; nothing written
@@ -44,10 +46,16 @@
 ]]
 --- @include "includes/claim-taken"
 
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {-1}
-end
 local n = tonumber(ARGV[9])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local exists = {-1}
+  for i = 1, n do
+    if redis.call('GET', KEYS[2 + i]) ~= ARGV[1] then
+      exists[#exists + 1] = i
+    end
+  end
+  return exists
+end
 local q = tonumber(ARGV[12])
 local now = tonumber(ARGV[8])
 local manifests = declaredManifests(3 + n + q, 13 + n)

@@ -36,7 +36,8 @@ export type BatchState = 'formed' | 'published' | 'running' | 'done' | 'failed';
 
 export type CreateBatchResult =
   | { ok: true }
-  | { ok: false; reason: 'exists' }
+  /** The batch is in Redis already (a worker's start-batch recorded it first); `notHeldIds`: the members it does not hold. */
+  | { ok: false; reason: 'exists'; notHeldIds: string[] }
   /** Carried by a batch a batcher already published (or a worker started), or already answered. */
   | { ok: false; reason: 'claimed'; claimedIds: string[] }
   /** Every lane slot of the model is taken. */
@@ -173,10 +174,10 @@ export class BatchStore extends ModelKeys {
       this.scripts['create-batch']([...keys, ...manifestKeys], [...args, ...owners]),
     )) as number[];
     if (res[0] === 1) return { ok: true };
-    if (res[0] === -1) return { ok: false, reason: 'exists' };
+    const idsAt = (positions: number[]) => positions.map((i) => b.members[i - 1]?.id ?? '');
+    if (res[0] === -1) return { ok: false, reason: 'exists', notHeldIds: idsAt(res.slice(1)) };
     if (res[0] === -3) return { ok: false, reason: 'no-lane', inFlight: res[1] ?? 0 };
-    const claimedIds = res.slice(1).map((i) => b.members[i - 1]?.id ?? '');
-    return { ok: false, reason: 'claimed', claimedIds };
+    return { ok: false, reason: 'claimed', claimedIds: idsAt(res.slice(1)) };
   }
 
   async setState(batchId: string, model: string, from: BatchState, to: BatchState, now = Date.now()): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
+import { afterWrites, type Broker, type Channel, type ConsumeMessage, type Topology } from '@ge-mesh/broker';
 import {
   type DynamicBatchingConfig,
   describeGears,
@@ -367,7 +367,7 @@ export class ModelBatcher {
         }
         const members = pending.slice(0, d.take);
         this.queue.remove(members);
-        const formed = await this.form(members, d.tier, d.rows, limits.total);
+        const formed = await this.form(members, d.tier, d.rows, limits.total, inFlight < limits.idle);
         if (formed === 'no-lane') {
           wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
           break;
@@ -455,44 +455,78 @@ export class ModelBatcher {
    * Record the batch in Redis (claims its members, takes a lane slot, takes
    * them out of the admission queues), then publish it in the background.
    */
+  /**
+   * Record a batch in Redis (create-batch) and publish it. A batch for an
+   * idle lane is published with create-batch's write rather than after its
+   * answer, so the Redis round trip is not on the way of a request that runs
+   * at once; its members are acked only once create-batch took it. Should
+   * create-batch refuse it, the batch sent is an orphan: its members go back
+   * to the queue as they would have anyway, and start-batch lets the orphan
+   * run only the members no other batch holds (a batch that reaches a worker
+   * before its create-batch is written by start-batch), so each is answered
+   * once. A batch for a busy lane would wait anyway: it is published after
+   * create-batch, as before.
+   */
   private async form(
     members: Pending[],
     tier: number,
     rows: number,
     maxInFlight: number,
+    laneIdle: boolean,
   ): Promise<'ok' | 'no-lane' | 'error'> {
     const batchId = randomUUID();
     const version = members[0]?.item.req.version ?? '';
     const slot = this.slots.forming();
+    const queueKeys = [...new Set(members.flatMap((m) => this.queueKeys.get(m.level) ?? []))];
+    const creating = this.store.createBatch(
+      {
+        batchId,
+        model: this.model.name,
+        version,
+        tier,
+        rows,
+        members: members.map(({ item: { req } }) => ({
+          id: req.id,
+          rows: req.batch,
+          replyTo: req.replyTo,
+          correlationId: req.correlationId,
+          deadline: req.deadline,
+        })),
+      },
+      { maxInFlight, queueKeys },
+    );
+    const sent = laneIdle ? this.send(batchId, version, members, tier, rows) : undefined;
+    sent?.catch(() => undefined); // settled in publish(), or left to the orphan's worker
+    if (sent) {
+      await afterWrites();
+      crashPoint('sent', this.log);
+    }
     let res: Awaited<ReturnType<BatchStore['createBatch']>>;
     try {
-      res = await this.store.createBatch(
-        {
-          batchId,
-          model: this.model.name,
-          version,
-          tier,
-          rows,
-          members: members.map(({ item: { req } }) => ({
-            id: req.id,
-            rows: req.batch,
-            replyTo: req.replyTo,
-            correlationId: req.correlationId,
-            deadline: req.deadline,
-          })),
-        },
-        { maxInFlight, queueKeys: [...new Set(members.flatMap((m) => this.queueKeys.get(m.level) ?? []))] },
-      );
+      res = await creating;
     } catch (err) {
       slot.failed();
       this.log.error({ err, model: this.model.name }, 'batch not recorded; retrying');
       for (const m of members) this.queue.push(m);
       return 'error';
     }
-    slot.recorded(res.ok);
-    if (res.ok) {
+    // Sent early, the batch may have reached a worker before create-batch ran: start-batch wrote it.
+    const took = res.ok || (sent !== undefined && res.reason === 'exists');
+    slot.recorded(took);
+    if (res.ok || took) {
+      let carried = members;
+      if (!res.ok && res.reason === 'exists') {
+        // start-batch took only free claims: a member whose claim an abandoned batch holds is
+        // batched again (create-batch takes such claims over), and create-batch wrote nothing, so
+        // the members the batch carries still count in their admission queues.
+        const notHeld = new Set(res.notHeldIds);
+        carried = members.filter((m) => !notHeld.has(m.item.req.id));
+        for (const m of members) if (notHeld.has(m.item.req.id)) this.queue.push(m);
+        const ids = carried.map((m) => m.item.req.id);
+        for (const key of queueKeys) await this.store.queues.leave(key, ids).catch(() => 0);
+      }
       crashPoint('recorded', this.log);
-      this.track(this.publish(batchId, version, members, tier, rows));
+      this.track(this.publish(batchId, carried, tier, rows, sent ?? this.send(batchId, version, members, tier, rows)));
       return 'ok';
     }
     if (res.reason === 'claimed') {
@@ -510,7 +544,8 @@ export class ModelBatcher {
     return res.reason === 'no-lane' ? 'no-lane' : 'error';
   }
 
-  private async publish(batchId: string, version: string, members: Pending[], tier: number, rows: number) {
+  /** Publish a batch (confirmed); resolves once the broker has it. */
+  private async send(batchId: string, version: string, members: Pending[], tier: number, rows: number): Promise<void> {
     const body: BatchMessage = {
       v: PROTOCOL_VERSION,
       batchId,
@@ -540,6 +575,15 @@ export class ModelBatcher {
       traced?.end();
     } catch (err) {
       traced?.fail(err);
+      throw err;
+    }
+  }
+
+  /** A batch create-batch took: once the broker confirms it, its requests are acked. */
+  private async publish(batchId: string, members: Pending[], tier: number, rows: number, sent: Promise<void>) {
+    try {
+      await sent;
+    } catch (err) {
       // The batch stays 'formed': the redelivered requests are taken over by the next batch formed
       // (create-batch), and a worker that got this one after all skips them (start-batch).
       this.log.error({ err, batchId }, 'batch not published; its requests go back to the queue');

@@ -6,12 +6,14 @@ import type { Logger } from '@ge-mesh/telemetry';
  * each crash window exactly instead of by chance. Read once at startup;
  * never set it in production.
  *
- *   recorded    the batch is in Redis (members claimed), not yet published
+ *   sent        a batch for an idle lane is written to the broker and create-batch to Redis,
+ *               create-batch's answer not yet read
+ *   recorded    the batch is in Redis (members claimed); published too if it was sent early
  *   published   the broker confirmed the batch (its state is still 'formed'), its requests are not yet acked
  */
-export type CrashPoint = 'recorded' | 'published';
+export type CrashPoint = 'sent' | 'recorded' | 'published';
 
-const spec = /^(recorded|published):([1-9]\d*)$/.exec(process.env.GEMESH_TEST_CRASH_POINT ?? '');
+const spec = /^(sent|recorded|published):([1-9]\d*)$/.exec(process.env.GEMESH_TEST_CRASH_POINT ?? '');
 let seen = 0;
 
 export function crashPoint(point: CrashPoint, log: Logger): void {
