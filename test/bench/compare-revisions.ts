@@ -14,6 +14,7 @@
  *
  * `--model clip_sim` runs the benchmark's simulated NPU (one device, 8 streams, the simulator's timing mode).
  */
+import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -103,8 +104,20 @@ try {
   for (const s of sides) await s.mesh.teardown();
 }
 
+/** The commit a checkout is at (and whether it has changes on top), for the report's header. */
+function revisionOf(dir: string): string {
+  const git = (args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
+  try {
+    return `${git(['log', '-1', '--format=%h %s'])}${git(['status', '--porcelain', '--untracked-files=no']) ? ' (with local changes)' : ''}`;
+  } catch {
+    return 'unknown revision';
+  }
+}
+
 const lines = [
   `# Before / after: ${model} through the whole mesh, one run, windows interleaved`,
+  '',
+  `before: ${revisionOf(resolve(values.base))}${baseNodeArgs.length || Object.keys(baseEnv).length ? ` with ${[...baseNodeArgs, ...Object.entries(baseEnv).map(([k, v]) => `${k}=${v}`)].join(' ')}` : ''}; after: ${revisionOf(ROOT)}.`,
   '',
   `${ROUNDS} rounds of ${WINDOW_MS} ms per load and side; CPU = every mesh process + RabbitMQ + Redis.`,
   '',
