@@ -7,7 +7,9 @@
  *   answers from one reply queue with a precomputed response;
  * - batcher: consumes requests, takes up to max_batch_size of them while the
  *   worker has a batch slot free (two per lane, as the mesh), runs one Redis
- *   script, publishes the batch with a confirm and then acks its members;
+ *   script, publishes the batch with a confirm and then acks its members (a
+ *   batch for an idle lane is published with the script's write, as the
+ *   mesh's batcher does);
  *   finish notifications come over Redis pub/sub, as the mesh's do;
  * - worker: consumes batches (prefetch two), runs one Redis script while a
  *   worker_thread lane decodes the batch and encodes one reply per reply
@@ -147,20 +149,26 @@ async function batcher(prefix: string, modelName: string): Promise<void> {
   const queued: ConsumeMessage[] = [];
   let inFlight = 0;
   let scheduled = false;
-  const send = async (members: ConsumeMessage[]) => {
+  const send = async (members: ConsumeMessage[], laneIdle: boolean) => {
     const batchId = `${prefix}:${randomUUID()}`;
-    await redis.floorCreate(batchId, members.length);
     const body = pack([batchId, members.map((m) => [m.properties.replyTo, m.properties.correlationId, m.content])]);
-    await new Promise<void>((resolve, reject) =>
-      ch.publish('', q.batches, body, { deliveryMode: 1 }, (err) => (err ? reject(err) : resolve())),
-    );
+    const publish = () =>
+      new Promise<void>((resolve, reject) =>
+        ch.publish('', q.batches, body, { deliveryMode: 1 }, (err) => (err ? reject(err) : resolve())),
+      );
+    // As the mesh's batcher: a batch for an idle lane goes out with the script's write, not after its answer.
+    if (laneIdle) await Promise.all([redis.floorCreate(batchId, members.length), publish()]);
+    else {
+      await redis.floorCreate(batchId, members.length);
+      await publish();
+    }
     for (const m of members) ch.ack(m);
   };
   const form = () => {
     scheduled = false;
     while (inFlight < SLOTS && queued.length > 0) {
+      void send(queued.splice(0, maxBatch), inFlight < SLOTS / 2);
       inFlight++;
-      void send(queued.splice(0, maxBatch));
     }
   };
   const schedule = () => {
