@@ -51,6 +51,8 @@ interface Delivery {
   readonly receivedAt: number;
   /** Models with gears over non-batch dims: the requests it may share a batch with, and their tiers. */
   readonly gearClass?: GearClass;
+  /** A batch create-batch refused carries it too (see form): answer it only through its claim. */
+  readonly orphaned?: true;
 }
 type Pending = Queued<Delivery>;
 
@@ -507,7 +509,7 @@ export class ModelBatcher {
     } catch (err) {
       slot.failed();
       this.log.error({ err, model: this.model.name }, 'batch not recorded; retrying');
-      for (const m of members) this.queue.push(m);
+      for (const m of members) this.queue.push(sent ? { ...m, item: { ...m.item, orphaned: true } } : m);
       return 'error';
     }
     // Sent early, the batch may have reached a worker before create-batch ran: start-batch wrote it.
@@ -529,17 +531,19 @@ export class ModelBatcher {
       this.track(this.publish(batchId, carried, tier, rows, sent ?? this.send(batchId, version, members, tier, rows)));
       return 'ok';
     }
+    // Sent early and refused, the batch is an orphan that may still run the members it can claim.
+    const putBack = (m: Pending) => this.queue.push(sent ? { ...m, item: { ...m.item, orphaned: true } } : m);
     if (res.reason === 'claimed') {
       // Redelivered copies of requests another batch already carries (or that were answered): drop them.
       const taken = new Set(res.claimedIds);
       for (const m of members) {
         if (taken.has(m.item.req.id)) this.settle(m.item.msg, 'ack');
-        else this.queue.push(m);
+        else putBack(m);
       }
       this.log.warn({ model: this.model.name, duplicates: taken.size }, 'dropped requests already batched');
       return 'ok';
     }
-    for (const m of members) this.queue.push(m);
+    for (const m of members) putBack(m);
     if (res.reason === 'no-lane') slot.observed(res.inFlight);
     return res.reason === 'no-lane' ? 'no-lane' : 'error';
   }
@@ -635,12 +639,16 @@ export class ModelBatcher {
     }
   }
 
-  /** Answer a queued request with an error, once mesh-wide (a redelivered copy is then dropped). */
-  private async answerError(p: Pending, error: WireError): Promise<void> {
+  /**
+   * Answer a queued request with an error, once mesh-wide (a redelivered copy
+   * is then dropped, and a batch that carries it skips it); `reason` marks
+   * its claim.
+   */
+  private async answerError(p: Pending, error: WireError, reason = 'timeout'): Promise<void> {
     const { msg, req } = p.item;
     try {
       if (
-        !(await this.store.expireRequest(req.id, this.model.name, 'timeout', {
+        !(await this.store.expireRequest(req.id, this.model.name, reason, {
           deadline: req.deadline,
           queueKey: this.queueKeys.get(p.level),
         }))
@@ -699,7 +707,12 @@ export class ModelBatcher {
     };
     clearTimeout(this.timer);
     while (this.evaluating) await new Promise((r) => setTimeout(r, 5));
-    for (const p of this.queue.drain()) this.track(this.refuse(p.item.msg, p.item.req, this.retiring));
+    for (const p of this.queue.drain()) {
+      const retiring = this.retiring;
+      this.track(
+        p.item.orphaned ? this.answerError(p, retiring, 'unloaded') : this.refuse(p.item.msg, p.item.req, retiring),
+      );
+    }
     const queue = this.topo.requests(this.model.name);
     const until = Date.now() + RETIRE_DRAIN_MS;
     for (let ch = this.intake.channel; ch && Date.now() < until; ch = this.intake.channel) {
