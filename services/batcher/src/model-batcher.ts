@@ -503,13 +503,15 @@ export class ModelBatcher {
       await afterWrites();
       crashPoint('sent', this.log);
     }
+    // Sent early and refused, the batch is an orphan that may still run the members it can claim.
+    const putBack = (m: Pending) => this.queue.push(sent ? { ...m, item: { ...m.item, orphaned: true } } : m);
     let res: Awaited<ReturnType<BatchStore['createBatch']>>;
     try {
       res = await creating;
     } catch (err) {
       slot.failed();
       this.log.error({ err, model: this.model.name }, 'batch not recorded; retrying');
-      for (const m of members) this.queue.push(sent ? { ...m, item: { ...m.item, orphaned: true } } : m);
+      for (const m of members) putBack(m);
       return 'error';
     }
     // Sent early, the batch may have reached a worker before create-batch ran: start-batch wrote it.
@@ -531,8 +533,6 @@ export class ModelBatcher {
       this.track(this.publish(batchId, carried, tier, rows, sent ?? this.send(batchId, version, members, tier, rows)));
       return 'ok';
     }
-    // Sent early and refused, the batch is an orphan that may still run the members it can claim.
-    const putBack = (m: Pending) => this.queue.push(sent ? { ...m, item: { ...m.item, orphaned: true } } : m);
     if (res.reason === 'claimed') {
       // Redelivered copies of requests another batch already carries (or that were answered): drop them.
       const taken = new Set(res.claimedIds);
