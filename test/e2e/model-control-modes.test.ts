@@ -239,6 +239,35 @@ describe('model control: poll', { timeout: 180_000 }, () => {
   });
 });
 
+/**
+ * Model `slow`: one row per batch, each held `laneDelayMs` on the model's one lane, three batches
+ * staged per lane. At an unload one batch runs, one is in the worker's hand (prefetch two) and two
+ * wait in the batch queue, which no one consumes once the worker stops taking batches.
+ */
+async function startSlowMesh(laneDelayMs: number, env: Record<string, string> = {}) {
+  const repo = await tinyVariants({ slow: 'max_batch_size: 1\ndynamic_batching { }' });
+  const mesh = await startTestMesh({
+    modelRepository: repo.dir,
+    models: ['slow'],
+    env: { GEMESH_TEST_LANE_DELAY_MS: String(laneDelayMs), ...env },
+    flags: { batcher: ['--staged-batches', '3'] },
+  });
+  return { repo, mesh };
+}
+
+/** Twelve one-row requests to `slow`, then its unload 400 ms later: every answer, with when it came (ms). */
+async function unloadUnderLoad(c: ReturnType<typeof client>) {
+  await eventually(async () => (await c.states()).slow === 'READY', 'slow ready');
+  const started = Date.now();
+  const inputs = sampleInputs(demoModel('tiny'), 1, 7);
+  const sent = Array.from({ length: 12 }, () =>
+    c.call('POST', '/v2/models/slow/infer', jsonInferBody(inputs)).then((r) => ({ ...r, at: Date.now() - started })),
+  );
+  await new Promise((r) => setTimeout(r, 400));
+  assert.deepEqual(await c.call('POST', '/v2/repository/models/slow/unload'), { status: 200, text: '' });
+  return { inputs, answers: await Promise.all(sent) };
+}
+
 describe('model control: unload while requests are queued', { timeout: 180_000 }, () => {
   let mesh: TestMesh;
   let repo: Awaited<ReturnType<typeof tinyVariants>>;
@@ -246,17 +275,8 @@ describe('model control: unload while requests are queued', { timeout: 180_000 }
   const c = client(() => mesh, ref);
 
   before(async () => {
-    // One row per batch, each held 1 s on the model's one lane: requests pile up in the queue.
-    // Three batches are staged per lane, and the worker holds two (prefetch): at the unload one
-    // runs, one is in the worker's hand and two wait in the batch queue, which no one consumes
-    // once the worker stops taking batches.
-    repo = await tinyVariants({ slow: 'max_batch_size: 1\ndynamic_batching { }' });
-    mesh = await startTestMesh({
-      modelRepository: repo.dir,
-      models: ['slow'],
-      env: { GEMESH_TEST_LANE_DELAY_MS: '1000' },
-      flags: { batcher: ['--staged-batches', '3'] },
-    });
+    // Each batch held 1 s: requests pile up in the queue.
+    ({ repo, mesh } = await startSlowMesh(1000));
   });
   after(async () => {
     await ref.close();
@@ -265,15 +285,7 @@ describe('model control: unload while requests are queued', { timeout: 180_000 }
   });
 
   it('answers every queued request and every batch left in the queue (MODEL_NOT_READY); those in hand finish', async () => {
-    await eventually(async () => (await c.states()).slow === 'READY', 'slow ready');
-    const started = Date.now();
-    const inputs = sampleInputs(demoModel('tiny'), 1, 7);
-    const sent = Array.from({ length: 12 }, () =>
-      c.call('POST', '/v2/models/slow/infer', jsonInferBody(inputs)).then((r) => ({ ...r, at: Date.now() - started })),
-    );
-    await new Promise((r) => setTimeout(r, 400));
-    assert.deepEqual(await c.call('POST', '/v2/repository/models/slow/unload'), { status: 200, text: '' });
-    const answers = await Promise.all(sent);
+    const { inputs, answers } = await unloadUnderLoad(c);
     const ok = answers.filter((a) => a.status === 200);
     const refused = answers.filter(
       (a) => a.status === 400 && a.text.includes("model 'slow' was unloaded while the request was queued"),
@@ -301,15 +313,9 @@ describe('model control: unload while batches outlast the drain timeout', { time
   const c = client(() => mesh, new Reference());
 
   before(async () => {
-    // As above, but each batch is held 20 s and the worker waits 500 ms for the batches in hand
-    // to end: at the unload neither of its two can finish in time.
-    repo = await tinyVariants({ slow: 'max_batch_size: 1\ndynamic_batching { }' });
-    mesh = await startTestMesh({
-      modelRepository: repo.dir,
-      models: ['slow'],
-      env: { GEMESH_TEST_LANE_DELAY_MS: '20000', GEMESH_DRAIN_TIMEOUT_MS: '500' },
-      flags: { batcher: ['--staged-batches', '3'] },
-    });
+    // Each batch held 20 s, and the worker waits 500 ms for the batches in hand to end: at the
+    // unload neither of its two can finish in time.
+    ({ repo, mesh } = await startSlowMesh(20_000, { GEMESH_DRAIN_TIMEOUT_MS: '500' }));
   });
   after(async () => {
     await mesh?.teardown();
@@ -317,15 +323,7 @@ describe('model control: unload while batches outlast the drain timeout', { time
   });
 
   it('answers the batches still running MODEL_NOT_READY instead of returning them to a queue no one reads', async () => {
-    await eventually(async () => (await c.states()).slow === 'READY', 'slow ready');
-    const started = Date.now();
-    const inputs = sampleInputs(demoModel('tiny'), 1, 7);
-    const sent = Array.from({ length: 12 }, () =>
-      c.call('POST', '/v2/models/slow/infer', jsonInferBody(inputs)).then((r) => ({ ...r, at: Date.now() - started })),
-    );
-    await new Promise((r) => setTimeout(r, 400));
-    assert.deepEqual(await c.call('POST', '/v2/repository/models/slow/unload'), { status: 200, text: '' });
-    const answers = await Promise.all(sent);
+    const { answers } = await unloadUnderLoad(c);
     const cutOff = answers.filter(
       (a) =>
         a.status === 400 &&
