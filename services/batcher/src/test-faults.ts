@@ -16,6 +16,11 @@ export type CrashPoint = 'sent' | 'recorded' | 'published';
 const spec = /^(sent|recorded|published):([1-9]\d*)$/.exec(process.env.GEMESH_TEST_CRASH_POINT ?? '');
 let seen = 0;
 
+/** Whether this batcher dies at `point` at all (a test arms it): lets a caller prepare the window only then. */
+export function crashArmed(point: CrashPoint): boolean {
+  return spec?.[1] === point;
+}
+
 export function crashPoint(point: CrashPoint, log: Logger): void {
   if (!spec || spec[1] !== point || ++seen < Number(spec[2])) return;
   log.warn({ point, batch: seen }, 'test fault injection: SIGKILL');

@@ -10,7 +10,7 @@ import {
 } from '@ge-mesh/protocol';
 import type { BatchStore } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
-import { errorReply } from './execute-batch.js';
+import { sendErrorReply } from './execute-batch.js';
 
 /**
  * Consumes the namespace's dead-letter queue: a batch (or a request) that
@@ -102,8 +102,7 @@ export class DeadLetters {
     if (!answered) return;
     const error = versionMismatch(batch.v, 'batch') ?? this.error('batch', reason);
     for (const req of memberRequests(batch, answered)) {
-      const r = errorReply(req, error);
-      this.broker.sendUnconfirmed(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
+      sendErrorReply(this.broker, req, error);
     }
     this.log.error(
       { batchId: batch.batchId, model: batch.model, reason, requests: answered.length },
@@ -122,8 +121,7 @@ export class DeadLetters {
     }
     // Marks it answered so a copy still on its way is dropped; false: a batch carries it or it was answered.
     if (!(await this.store.expireRequest(req.id, req.model, 'poison', { deadline: req.deadline }))) return;
-    const r = errorReply(req, this.error('request', reason));
-    this.broker.sendUnconfirmed(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
+    sendErrorReply(this.broker, req, this.error('request', reason));
     this.log.error({ id: req.id, model: req.model, reason }, 'dead-lettered request answered with POISON_INPUT');
   }
 }

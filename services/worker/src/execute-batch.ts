@@ -1,3 +1,4 @@
+import type { Broker } from '@ge-mesh/broker';
 import { describeGears, gearFor, rowDimsOf } from '@ge-mesh/model-repository';
 import {
   type BatchMessage,
@@ -23,13 +24,6 @@ import {
   sliceGearOutputs,
   sliceOutputs,
 } from '@ge-mesh/runtime';
-
-/** A response ready to publish to its request's reply route. */
-export interface Reply {
-  replyTo: string;
-  correlationId: string;
-  body: Uint8Array;
-}
 
 /**
  * Every response of a batch for one reply queue, encoded as one message
@@ -257,9 +251,13 @@ function groupByReplyQueue(responses: readonly Response[]): ReplyGroup[] {
   }));
 }
 
-/** A single error answer, outside a batch (dead letters). */
-export function errorReply(r: InferRequestMessage, error: WireError): Reply {
-  return { replyTo: r.replyTo, correlationId: r.correlationId, body: encode(errorResponse(r, error)) };
+/** Answer one request with an error outside a batch (dead letters, an unload), unconfirmed as every reply. */
+export function sendErrorReply(
+  broker: Pick<Broker, 'sendUnconfirmed'>,
+  r: InferRequestMessage,
+  error: WireError,
+): void {
+  broker.sendUnconfirmed(r.replyTo, Buffer.from(encode(errorResponse(r, error))), { correlationId: r.correlationId });
 }
 
 /** The one answer to a request: its outputs and timings, or an error. */

@@ -6,7 +6,7 @@ import type { WorkerModelInfo, WorkerModelState } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { BatchClaims } from './batch-claims.js';
 import { traceWorkerBatch, type WorkerBatchTrace } from './batch-tracing.js';
-import { errorReply } from './execute-batch.js';
+import { sendErrorReply } from './execute-batch.js';
 import { gearOutputLinks } from './gear-outputs.js';
 import type { Placement } from './lane-plan.js';
 import { LanePool, type LaneRun } from './lane-pool.js';
@@ -364,10 +364,7 @@ export class ServedModel {
       if (!batch) continue;
       try {
         const members = await claims.fail(batch);
-        for (const req of memberRequests(batch, members ?? [])) {
-          const r = errorReply(req, error);
-          broker.sendUnconfirmed(r.replyTo, Buffer.from(r.body), { correlationId: r.correlationId });
-        }
+        for (const req of memberRequests(batch, members ?? [])) sendErrorReply(broker, req, error);
         ch.ack(msg);
         answered++;
       } catch (err) {
