@@ -1,10 +1,13 @@
 /**
  * Where the mesh spends its CPU: runs the mesh on one model (`tiny` by default) with every service
- * under V8's sampling profiler, drives a fixed request rate through the
+ * under V8's sampling profiler, drives a fixed request rate (or concurrency) through the
  * gateway, then prints CPU ms per request for each process (RabbitMQ and
  * Redis included) and the top functions by self time in each service.
  *
- *   node --import tsx test/bench/profile.ts [--model tiny] [--rate 600] [--secs 10] [--durability fast|durable] [--top 15]
+ *   node --import tsx test/bench/profile.ts [--model tiny] [--rate 600 | --concurrency 64] [--secs 10] [--durability fast|durable] [--top 15]
+ *
+ * `--concurrency N` holds N requests in flight instead of a fixed rate: the
+ * profile at peak throughput, where the services rather than the hops bound it.
  *
  * `--model clip_sim` profiles the benchmark's simulated NPU (one device, 8 streams).
  *
@@ -25,6 +28,7 @@ const { values } = parseArgs({
   options: {
     model: { type: 'string', default: 'tiny' },
     rate: { type: 'string', default: '600' },
+    concurrency: { type: 'string' },
     secs: { type: 'string', default: '10' },
     durability: { type: 'string' },
     top: { type: 'string', default: '15' },
@@ -33,6 +37,8 @@ const { values } = parseArgs({
 });
 const model = values.model;
 const rate = Number(values.rate);
+const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
+const load = concurrency === undefined ? `${rate} req/s` : `concurrency ${concurrency}`;
 const secs = Number(values.secs);
 const top = Number(values.top);
 const out = values.out;
@@ -63,10 +69,15 @@ const pids = [...names.keys(), ...external.map((e) => e.pid)];
 const label = (pid: number) => names.get(pid) ?? external.find((e) => e.pid === pid)?.name ?? String(pid);
 
 const target = await httpTarget({ url: mesh.url, model, batch: 1, inputData: 'random', binary: true });
-const driver = new LoadDriver(target.send, { kind: 'rate', perSec: rate, distribution: 'constant' });
+const driver = new LoadDriver(
+  target.send,
+  concurrency === undefined
+    ? { kind: 'rate', perSec: rate, distribution: 'constant' }
+    : { kind: 'concurrency', concurrency },
+);
 driver.start();
 await driver.window(2_000);
-log(`warm; measuring ${secs} s at ${rate} req/s`);
+log(`warm; measuring ${secs} s at ${load}`);
 const redis = new Redis(REDIS_URL);
 /** Calls per Redis command so far (INFO commandstats). */
 const redisCalls = async () =>
@@ -93,7 +104,7 @@ await mesh.teardown();
 
 const answered = w.requests - w.errors;
 const lines: string[] = [
-  `# CPU profile: ${model} at ${rate} req/s for ${secs} s (${values.durability ?? 'default'} durability)`,
+  `# CPU profile: ${model} at ${load} for ${secs} s (${values.durability ?? 'default'} durability)`,
   '',
   `${answered} answered, ${w.errors} errors, ${w.inferPerSec.toFixed(0)} infer/s, mean latency ${(w.latencyUs / 1000).toFixed(2)} ms`,
   '',

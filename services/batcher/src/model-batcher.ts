@@ -1,29 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import { afterWrites, type Broker, type Channel, type ConsumeMessage, type Topology } from '@ge-mesh/broker';
+import type { Broker, Channel, ConsumeMessage, Topology } from '@ge-mesh/broker';
 import {
   type DynamicBatchingConfig,
   describeGears,
-  type GearClass,
   gearClassOf,
-  gearElements,
-  gearFor,
-  memberElements,
   priorityLevel,
   type RepositoryModel,
   rowDimsOf,
 } from '@ge-mesh/model-repository';
-import {
-  type BatchMessage,
-  decode,
-  encode,
-  errorResponse,
-  type InferRequestMessage,
-  PROTOCOL_VERSION,
-  TRITON_MESSAGES,
-  versionMismatch,
-  type WireError,
-  withEncoded,
-} from '@ge-mesh/protocol';
+import { decode, type InferRequestMessage, TRITON_MESSAGES, versionMismatch, type WireError } from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import { epochMs, tracingActive } from '@ge-mesh/telemetry/tracing';
@@ -36,25 +20,13 @@ import {
   type TierCost,
   tierCostModel,
 } from './batch-policy.js';
+import { type BatchElements, BatchPublisher } from './batch-publisher.js';
 import { batchShape, byGearClass, gearClassCost, gearClassShape } from './batch-shape.js';
-import { traceBatch } from './batch-tracing.js';
+import { type Delivery, type Pending, RequestAnswers } from './held-requests.js';
 import { LaneSlots } from './lane-slots.js';
-import { PendingQueue, type Queued } from './pending-queue.js';
+import { PendingQueue } from './pending-queue.js';
 import { RequestIntake } from './request-intake.js';
-import { crashArmed, crashPoint } from './test-faults.js';
 import { refuseUnloadedBatches } from './unloaded-batches.js';
-
-interface Delivery {
-  readonly msg: ConsumeMessage;
-  readonly req: InferRequestMessage;
-  /** When this batcher received it (high-resolution, ms since the epoch), or 0 when tracing is off. */
-  readonly receivedAt: number;
-  /** Models with gears over non-batch dims: the requests it may share a batch with, and their tiers. */
-  readonly gearClass?: GearClass;
-  /** A batch create-batch refused carries it too (see form): answer it only through its claim. */
-  readonly orphaned?: true;
-}
-type Pending = Queued<Delivery>;
 
 export interface ModelBatcherOptions {
   /** Batches per live lane that may wait in the batch queue for a lane to free up. */
@@ -75,12 +47,6 @@ const PRIORITY_WINDOW = 256;
 /** How long an unloaded model's batcher keeps answering what is still queued for it. */
 const RETIRE_DRAIN_MS = 5_000;
 
-/** Input elements of a batch: those its requests sent, and those run (tier and gear padding included). */
-export interface BatchElements {
-  readonly real: number;
-  readonly run: number;
-}
-
 /** Priority levels of a model: 1..N, or just 0 when it has none. */
 function levelsOf(db: DynamicBatchingConfig | undefined): number[] {
   const n = db?.priorityLevels ?? 0;
@@ -88,7 +54,10 @@ function levelsOf(db: DynamicBatchingConfig | undefined): number[] {
 }
 
 /**
- * Batches the requests of one model. Requests stay unacked in the broker
+ * Batches the requests of one model: takes them in (RequestIntake), holds
+ * them in Triton's priority queue, and asks the batch policy when to form
+ * which batch; BatchPublisher records and publishes it, RequestAnswers
+ * answers what no batch will carry. Requests stay unacked in the broker
  * until the batch carrying them is confirmed on the batch queue, so a crash
  * at any point loses nothing; claims in Redis (create-batch) keep a
  * redelivered request from being answered twice.
@@ -105,6 +74,8 @@ export class ModelBatcher {
   private readonly preserveOrdering: boolean;
   private readonly slots: LaneSlots;
   private readonly intake: RequestIntake;
+  private readonly answers: RequestAnswers;
+  private readonly batches: BatchPublisher;
   private seq = 0;
   private scheduled = false;
   /** Since when no batch was formed for want of a lane slot (warnIfStalled). */
@@ -165,6 +136,20 @@ export class ModelBatcher {
     this.slots = new LaneSlots(broker, store, model.name, topo.batches(model.name), lanesPerWorker, log, () => {
       void this.intake.resizePrefetch();
       this.schedule();
+    });
+    this.answers = new RequestAnswers(broker, store, model.name, this.queueKeys, log);
+    this.batches = new BatchPublisher({
+      model,
+      broker,
+      store,
+      queue: topo.batches(model.name),
+      slots: this.slots,
+      answers: this.answers,
+      queueKeys: this.queueKeys,
+      putBack: (m) => this.queue.push(m),
+      track: (p) => this.track(p),
+      log,
+      onBatchPublished: opts.onBatchPublished,
     });
   }
 
@@ -237,17 +222,17 @@ export class ModelBatcher {
     } catch (err) {
       // Not ours to answer (no reply route can be read): dead-letter it.
       this.log.error({ err }, 'undecodable request dead-lettered');
-      this.settle(msg, 'reject');
+      this.answers.settle(msg, 'reject');
       return;
     }
     const mismatch = versionMismatch(req.v, 'request');
     if (mismatch) {
       this.log.error({ model: this.model.name, err: mismatch.message }, 'request of another protocol version refused');
-      this.track(this.refuse(msg, req, mismatch));
+      this.track(this.answers.refuse(msg, req, mismatch));
       return;
     }
     if (this.retiring) {
-      this.track(this.refuse(msg, req, this.retiring));
+      this.track(this.answers.refuse(msg, req, this.retiring));
       return;
     }
     if (!msg.fields.redelivered && !this.arrivals) {
@@ -261,7 +246,7 @@ export class ModelBatcher {
         const claim = await this.store.reclaimRequest(req.id, this.model.name).catch(() => 'free' as const);
         this.log.debug({ model: this.model.name, id: req.id, claim }, 'redelivered request');
         if (claim === 'drop') {
-          this.settle(msg, 'ack');
+          this.answers.settle(msg, 'ack');
           return;
         }
       }
@@ -277,7 +262,7 @@ export class ModelBatcher {
     // Its channel closed while Redis was asked about it: the broker gives it to us again.
     if (ch !== this.intake.channel) return;
     if (this.retiring) {
-      this.track(this.refuse(msg, req, this.retiring));
+      this.track(this.answers.refuse(msg, req, this.retiring));
       return;
     }
     const batched = this.model.config.maxBatchSize > 0;
@@ -286,7 +271,7 @@ export class ModelBatcher {
     if (gears && !gearClass) {
       // The gateway refuses such requests; one from another config generation may still arrive.
       const message = `the request's input shapes fit no gear of model '${this.model.name}' (gears: ${describeGears(gears)})`;
-      this.track(this.refuse(msg, req, { code: 'GEAR_MISMATCH', message }));
+      this.track(this.answers.refuse(msg, req, { code: 'GEAR_MISMATCH', message }));
       return;
     }
     // Under the tier-aware policy a gear model's requests group by gear class; Triton's groups equal shapes.
@@ -346,7 +331,7 @@ export class ModelBatcher {
         const now = Date.now();
         const { overdue, rejected } = this.queue.expire(now, (level) => this.rejects(level));
         for (const p of [...overdue, ...rejected]) {
-          this.track(this.answerError(p, { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout }));
+          this.track(this.answers.answerError(p, { code: 'TIMEOUT', message: TRITON_MESSAGES.timeout }));
         }
         if (this.queue.size === 0) {
           this.stall = undefined;
@@ -369,7 +354,7 @@ export class ModelBatcher {
         }
         const members = pending.slice(0, d.take);
         this.queue.remove(members);
-        const formed = await this.form(members, d.tier, d.rows, limits.total, inFlight < limits.idle);
+        const formed = await this.batches.form(members, d.tier, d.rows, limits.total, inFlight < limits.idle);
         if (formed === 'no-lane') {
           wake = Math.min(wake, Date.now() + SLOT_POLL_MS);
           break;
@@ -453,227 +438,6 @@ export class ModelBatcher {
     return !this.db || levelPolicy(this.db, level).timeoutAction === 'REJECT';
   }
 
-  /**
-   * Record the batch in Redis (claims its members, takes a lane slot, takes
-   * them out of the admission queues), then publish it in the background.
-   */
-  /**
-   * Record a batch in Redis (create-batch) and publish it. A batch for an
-   * idle lane is published with create-batch's write rather than after its
-   * answer, so the Redis round trip is not on the way of a request that runs
-   * at once; its members are acked only once create-batch took it. Should
-   * create-batch refuse it, the batch sent is an orphan: its members go back
-   * to the queue as they would have anyway, and start-batch lets the orphan
-   * run only the members no other batch holds (a batch that reaches a worker
-   * before its create-batch is written by start-batch), so each is answered
-   * once. A batch for a busy lane would wait anyway: it is published after
-   * create-batch, as before.
-   */
-  private async form(
-    members: Pending[],
-    tier: number,
-    rows: number,
-    maxInFlight: number,
-    laneIdle: boolean,
-  ): Promise<'ok' | 'no-lane' | 'error'> {
-    const batchId = randomUUID();
-    const version = members[0]?.item.req.version ?? '';
-    const slot = this.slots.forming();
-    const queueKeys = [...new Set(members.flatMap((m) => this.queueKeys.get(m.level) ?? []))];
-    const creating = this.store.createBatch(
-      {
-        batchId,
-        model: this.model.name,
-        version,
-        tier,
-        rows,
-        members: members.map(({ item: { req } }) => ({
-          id: req.id,
-          rows: req.batch,
-          replyTo: req.replyTo,
-          correlationId: req.correlationId,
-          deadline: req.deadline,
-        })),
-      },
-      { maxInFlight, queueKeys },
-    );
-    const sent = laneIdle ? this.send(batchId, version, members, tier, rows) : undefined;
-    sent?.catch(() => undefined); // settled in publish(), or left to the orphan's worker
-    if (sent && crashArmed('sent')) {
-      // The window under test: both writes have left, neither is answered.
-      await afterWrites();
-      crashPoint('sent', this.log);
-    }
-    // Sent early and refused, the batch is an orphan that may still run the members it can claim.
-    const putBack = (m: Pending) => this.queue.push(sent ? { ...m, item: { ...m.item, orphaned: true } } : m);
-    let res: Awaited<ReturnType<BatchStore['createBatch']>>;
-    try {
-      res = await creating;
-    } catch (err) {
-      slot.failed();
-      this.log.error({ err, model: this.model.name }, 'batch not recorded; retrying');
-      for (const m of members) putBack(m);
-      return 'error';
-    }
-    // Sent early, the batch may have reached a worker before create-batch ran: start-batch wrote it.
-    const took = res.ok || (sent !== undefined && res.reason === 'exists');
-    slot.recorded(took);
-    if (res.ok || took) {
-      let carried = members;
-      if (!res.ok && res.reason === 'exists') {
-        // start-batch took only free claims: a member whose claim an abandoned batch holds is
-        // batched again (create-batch takes such claims over), and create-batch wrote nothing, so
-        // the members the batch carries still count in their admission queues.
-        const notHeld = new Set(res.notHeldIds);
-        carried = members.filter((m) => !notHeld.has(m.item.req.id));
-        for (const m of members) if (notHeld.has(m.item.req.id)) this.queue.push(m);
-        const ids = carried.map((m) => m.item.req.id);
-        for (const key of queueKeys) await this.store.queues.leave(key, ids).catch(() => 0);
-      }
-      crashPoint('recorded', this.log);
-      this.track(this.publish(batchId, carried, tier, rows, sent ?? this.send(batchId, version, members, tier, rows)));
-      return 'ok';
-    }
-    if (res.reason === 'claimed') {
-      // Redelivered copies of requests another batch already carries (or that were answered): drop them.
-      const taken = new Set(res.claimedIds);
-      for (const m of members) {
-        if (taken.has(m.item.req.id)) this.settle(m.item.msg, 'ack');
-        else putBack(m);
-      }
-      this.log.warn({ model: this.model.name, duplicates: taken.size }, 'dropped requests already batched');
-      return 'ok';
-    }
-    for (const m of members) putBack(m);
-    if (res.reason === 'no-lane') slot.observed(res.inFlight);
-    return res.reason === 'no-lane' ? 'no-lane' : 'error';
-  }
-
-  /** Publish a batch (confirmed); resolves once the broker has it. */
-  private async send(batchId: string, version: string, members: Pending[], tier: number, rows: number): Promise<void> {
-    const body: BatchMessage = {
-      v: PROTOCOL_VERSION,
-      batchId,
-      model: this.model.name,
-      version,
-      tier,
-      rows,
-      members: members.map(({ item: { msg, req } }) => ({
-        id: req.id,
-        rows: req.batch,
-        body: msg.content,
-        ...(req.stored ? { stored: true as const } : {}),
-      })),
-      formedAt: Date.now(),
-    };
-    const traced = traceBatch(this.model.name, batchId, members, tier, rows);
-    try {
-      const bytes = members.reduce((n, m) => n + m.item.msg.content.byteLength, 0);
-      await withEncoded(body, bytes, (encoded) =>
-        this.broker.send(
-          this.topo.batches(this.model.name),
-          encoded,
-          { persistent: this.broker.persistent, messageId: batchId },
-          traced?.context,
-        ),
-      );
-      traced?.end();
-    } catch (err) {
-      traced?.fail(err);
-      throw err;
-    }
-  }
-
-  /** A batch create-batch took: once the broker confirms it, its requests are acked. */
-  private async publish(batchId: string, members: Pending[], tier: number, rows: number, sent: Promise<void>) {
-    try {
-      await sent;
-    } catch (err) {
-      // The batch stays 'formed': the redelivered requests are taken over by the next batch formed
-      // (create-batch), and a worker that got this one after all skips them (start-batch).
-      this.log.error({ err, batchId }, 'batch not published; its requests go back to the queue');
-      for (const m of members) this.settle(m.item.msg, 'requeue');
-      return;
-    }
-    crashPoint('published', this.log);
-    // The batch stays 'formed' in Redis until a worker starts it: no Redis call here. Should this
-    // batcher die before its acks reach the broker, the redelivered requests are batched again
-    // (their batch still reads 'formed') and the worker that gets this batch skips them
-    // (start-batch): each is run and answered once. Marking the batch published would spare that
-    // rare rerun at the price of a Redis round trip for every batch.
-    for (const m of members) this.settle(m.item.msg, 'ack');
-    this.opts.onBatchPublished?.(tier, rows, this.batchElements(members, tier, rows));
-    this.log.debug({ model: this.model.name, batchId, tier, rows, requests: members.length }, 'batch published');
-  }
-
-  /** Input elements of a batch, real and as run (for the padding-waste metrics). */
-  private batchElements(members: readonly Pending[], tier: number, rows: number): BatchElements {
-    let real = 0;
-    for (const m of members) for (const t of m.item.req.inputs) real += t.shape.reduce((a, b) => a * b, 1);
-    const gears = this.model.config.gears;
-    if (gears) {
-      const dims = members.map((m) => ({ rows: m.item.req.batch, dims: rowDimsOf(gears, m.item.req.inputs) }));
-      const gear = gearFor(gears, dims);
-      if (gear) {
-        // Inputs the gears do not fill have fixed rows: they are padded by rows only.
-        const filled = dims.reduce((n, d) => n + memberElements(gears, d), 0);
-        const fixed = real - filled;
-        return { real, run: gearElements(gears, gear) + (rows > 0 ? (fixed / rows) * gear.batch : 0) };
-      }
-    }
-    return { real, run: rows > 0 && this.model.config.maxBatchSize > 0 ? (real / rows) * tier : real };
-  }
-
-  /** The one answer to a request that fails before any batch carries it. */
-  private sendError(req: InferRequestMessage, error: WireError): void {
-    this.broker.sendUnconfirmed(req.replyTo, encode(errorResponse(req, error)), { correlationId: req.correlationId });
-  }
-
-  /** Answer a request the batcher cannot batch at all (no claim: it never reaches a batch). */
-  private async refuse(msg: ConsumeMessage, req: InferRequestMessage, error: WireError): Promise<void> {
-    try {
-      this.sendError(req, error);
-      this.settle(msg, 'ack');
-    } catch (err) {
-      this.log.error({ err, id: req.id }, 'could not refuse a request; dead-lettered');
-      this.settle(msg, 'reject');
-    }
-  }
-
-  /**
-   * Answer a queued request with an error, once mesh-wide (a redelivered copy
-   * is then dropped, and a batch that carries it skips it); `reason` marks
-   * its claim.
-   */
-  private async answerError(p: Pending, error: WireError, reason = 'timeout'): Promise<void> {
-    const { msg, req } = p.item;
-    try {
-      if (
-        !(await this.store.expireRequest(req.id, this.model.name, reason, {
-          deadline: req.deadline,
-          queueKey: this.queueKeys.get(p.level),
-        }))
-      ) {
-        this.settle(msg, 'ack');
-        return;
-      }
-      this.sendError(req, error);
-      this.settle(msg, 'ack');
-      this.log.debug(
-        { model: this.model.name, id: req.id, code: error.code, heldMs: Date.now() - p.enqueuedAt },
-        'request expired in the queue',
-      );
-    } catch (err) {
-      this.log.error({ err, id: req.id }, 'could not answer an expired request');
-      this.settle(msg, 'requeue');
-    }
-  }
-
-  /** On the delivery's own channel; a no-op once it is gone (the broker requeued the delivery). */
-  private settle(msg: ConsumeMessage, how: 'ack' | 'requeue' | 'reject'): void {
-    this.broker.settle(msg, how);
-  }
-
   private track(p: Promise<void>): void {
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
@@ -702,18 +466,14 @@ export class ModelBatcher {
    * queue once this batcher publishes no more; then the batcher stops.
    */
   async retire(): Promise<void> {
-    this.retiring = {
+    const refusal: WireError = {
       code: 'MODEL_NOT_READY',
       message: `model '${this.model.name}' was unloaded while the request was queued`,
     };
+    this.retiring = refusal;
     clearTimeout(this.timer);
     while (this.evaluating) await new Promise((r) => setTimeout(r, 5));
-    for (const p of this.queue.drain()) {
-      const retiring = this.retiring;
-      this.track(
-        p.item.orphaned ? this.answerError(p, retiring, 'unloaded') : this.refuse(p.item.msg, p.item.req, retiring),
-      );
-    }
+    for (const p of this.queue.drain()) this.track(this.answers.unloaded(p, refusal));
     const queue = this.topo.requests(this.model.name);
     const until = Date.now() + RETIRE_DRAIN_MS;
     for (let ch = this.intake.channel; ch && Date.now() < until; ch = this.intake.channel) {
@@ -727,9 +487,8 @@ export class ModelBatcher {
     // Nothing more is published: batches no worker took are answered too.
     await Promise.allSettled([...this.inFlight]);
     const { broker, store, log } = this;
-    const refusal = this.retiring;
     await refuseUnloadedBatches({ broker, store, log }, this.topo.batches(this.model.name), (req) =>
-      this.sendError(req, refusal),
+      this.answers.sendError(req, refusal),
     ).catch((err: Error) =>
       log.error({ err: err.message, model: this.model.name }, 'batches left queued after the unload'),
     );
