@@ -175,6 +175,23 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.inFlight('E', Date.now() + 2_000), 0);
   });
 
+  it('an unload and an orphan batch (published early, refused by create-batch) answer a member once', async () => {
+    // o1 went out early for u1 and u2; create-batch refused it (the one lane slot was taken).
+    assert.deepEqual(await store.createBatch(batch('busy', ['u0'], 'U'), { maxInFlight: 1 }), { ok: true });
+    assert.deepEqual(await store.createBatch(batch('o1', ['u1', 'u2'], 'U'), { maxInFlight: 1 }), {
+      ok: false,
+      reason: 'no-lane',
+      inFlight: 1,
+    });
+    // The orphan reaches a worker and takes u2 before the unload answers the put-back requests.
+    assert.deepEqual(await store.startBatch('o1', 'U', ['u2']), { kind: 'run', members: [0] });
+    assert.equal(await store.expireRequest('u2', 'U', 'unloaded', soon()), false, 'the orphan answers u2');
+    assert.equal(await store.expireRequest('u1', 'U', 'unloaded', soon()), true, 'the unload answers u1');
+    assert.equal(await store.redis.get(store.claimKey('U', 'u1')), '!unloaded');
+    // Another orphan that carries them runs nothing: u1 was answered, u2 is o1's.
+    assert.deepEqual(await store.startBatch('o2', 'U', ['u1', 'u2']), { kind: 'run', members: [] });
+  });
+
   it('a request answered with an error is marked, so a redelivered copy is dropped', async () => {
     assert.equal(await store.expireRequest('x1', 'X', 'timeout', soon()), true);
     assert.equal(await store.redis.get(store.claimKey('X', 'x1')), '!timeout');
