@@ -1,13 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { availableParallelism, hostname } from 'node:os';
+import { hostname } from 'node:os';
 import { Broker, type Durability, topology } from '@ge-mesh/broker';
-import {
-  loadModelOrOverride,
-  loadRepository,
-  parseGlobalGeOptions,
-  type RepositoryModel,
-  sameModel,
-} from '@ge-mesh/model-repository';
+import { loadRepository, parseGlobalGeOptions } from '@ge-mesh/model-repository';
 import { loadedAtStart } from '@ge-mesh/settings';
 import {
   BatchStore,
@@ -29,8 +23,8 @@ import { startTracing } from '@ge-mesh/telemetry/tracing';
 import { BatchClaims } from './batch-claims.js';
 import { DeadLetters } from './dead-letters.js';
 import { detectDeviceCount, deviceKind, explicitDevices } from './devices.js';
-import { coreBudget, type Placement, placeModel, threadsPerLane } from './lane-plan.js';
-import { ServedModel, type ServedModelDeps } from './served-model.js';
+import { ModelController } from './model-controller.js';
+import type { ServedModelDeps } from './served-model.js';
 import { loadWorkerSettings } from './settings.js';
 import { TEST_CRASH_ON_REQUEST, TEST_LANE_DELAY_MS, TEST_LOAD_DELAY_MS } from './test-faults.js';
 import { WorkerPresence } from './worker-presence.js';
@@ -84,15 +78,40 @@ const registry = new WorkerRegistry(store.redis, settings.namespace);
 // Models pushed through the load API: in Redis, so a worker on any host loads the same files.
 const overrides = new ModelOverrides(store.redis, settings.namespace);
 const claims = new BatchClaims(store, log);
-const served = new Map<string, ServedModel>();
-/**
- * Reloads that failed, each reported beside the version still serving (state
- * 'failed' at the load's generation, with the error), so the load answers
- * with the error while the model stays ready; dropped on the model's next load or unload.
- */
-const failedReloads = new Map<string, ServedModel>();
 const metrics = settings.allowMetrics ? await workerMetrics() : undefined;
 const deadLetters = new DeadLetters(broker, topo, store, log, (kind, reason) => metrics?.deadLettered(kind, reason));
+const deps: ServedModelDeps = {
+  broker,
+  topo,
+  claims,
+  log,
+  runtime: settings.runtime,
+  runtimeOptions: { geOptions: settings.geOptions, geCompileCache: settings.geCompileCache },
+  onChange: () => presence.changed(),
+  ...(metrics
+    ? {
+        onBatchRan: (model: string, device: number, tier: number, laneMs: number) =>
+          metrics.batchRan(model, device, tier, laneMs),
+      }
+    : {}),
+  onChannelLost: (model) => {
+    log.fatal({ model }, 'batch channel closed under a served model; stopping');
+    void shutdown('channel lost', 1);
+  },
+};
+const models = new ModelController({
+  settings,
+  registry,
+  overrides,
+  view,
+  allowed,
+  startsLoaded,
+  deviceCount,
+  served: deps,
+  changed: () => presence.changed(),
+  stopping: () => stopping,
+  log,
+});
 let devices: number[] = [];
 let state: WorkerState = 'starting';
 let stopping = false;
@@ -108,8 +127,8 @@ const describe = (): WorkerInfo => ({
   kind,
   devices,
   state,
-  eligible: [...view.values()].filter((m) => placeable(m)).map((m) => m.name),
-  models: [...served.values(), ...failedReloads.values()].map((s) => s.info()),
+  eligible: models.eligible(),
+  models: models.infos(),
   startedAt,
   beatAt: 0,
 });
@@ -143,29 +162,15 @@ if (!claimed) {
   await new Promise(() => undefined); // stopping: shutdown() exits
 }
 devices = claimed ?? [];
+models.lease(devices);
 log.info({ id, node: settings.node, kind, devices, deviceCount }, 'devices leased');
-
-function placement(m: RepositoryModel): Placement | null {
-  try {
-    return placeModel(m.config, devices, deviceCount);
-  } catch {
-    return null;
-  }
-}
-function placeable(m: RepositoryModel): boolean {
-  return (placement(m)?.devices.length ?? 1) > 0;
-}
-
-// Threads: lanes × threads must fit this worker's share of the cores, or lanes fight over them.
-const cores = coreBudget(settings.cpuThreads, availableParallelism(), devices.length, deviceCount);
-const lanesOf = (m: RepositoryModel, p: Placement) => p.devices.length * p.lanesPerDevice * m.versions.length;
 
 /** The worker's Prometheus families; device memory is read only from a runtime that has it (ge). */
 async function workerMetrics(): Promise<WorkerMetrics> {
   const readMemory = settings.runtime === 'ge' ? (await import('@ge-mesh/runtime-ge')).readDeviceMemory : undefined;
   const m = new WorkerMetrics({
     *lanes() {
-      for (const s of served.values()) {
+      for (const s of models.served.values()) {
         if (s.state !== 'ready') continue;
         const lanes = s.placement.lanesPerDevice * s.model.versions.length;
         for (const device of s.placement.devices) yield { model: s.name, device, lanes };
@@ -173,10 +178,10 @@ async function workerMetrics(): Promise<WorkerMetrics> {
     },
     deviceMemory() {
       // Only while every model is ready: a read waits behind a model load (serialised in the bridge).
-      const models = [...served.values()];
-      if (!readMemory || devices.length === 0 || models.length === 0) return [];
-      if (models.some((s) => s.state !== 'ready' && s.state !== 'failed')) return [];
-      if (!models.some((s) => s.state === 'ready')) return [];
+      const loaded = [...models.served.values()];
+      if (!readMemory || devices.length === 0 || loaded.length === 0) return [];
+      if (loaded.some((s) => s.state !== 'ready' && s.state !== 'failed')) return [];
+      if (!loaded.some((s) => s.state === 'ready')) return [];
       try {
         return readMemory(devices);
       } catch (err) {
@@ -189,136 +194,8 @@ async function workerMetrics(): Promise<WorkerMetrics> {
   return m;
 }
 
-const deps: ServedModelDeps = {
-  broker,
-  topo,
-  claims,
-  log,
-  runtime: settings.runtime,
-  runtimeOptions: { geOptions: settings.geOptions, geCompileCache: settings.geCompileCache },
-  onChange: () => presence.changed(),
-  ...(metrics
-    ? {
-        onBatchRan: (model: string, device: number, tier: number, laneMs: number) =>
-          metrics.batchRan(model, device, tier, laneMs),
-      }
-    : {}),
-  onChannelLost: (model) => {
-    log.fatal({ model }, 'batch channel closed under a served model; stopping');
-    void shutdown('channel lost', 1);
-  },
-};
-
-/** Model control generation each model was last acted on (loaded, unloaded, or found unplaceable). */
-const acted = new Map<string, number>();
-
-/** Bring the served models in line with the model control (load/unload from the repository API). */
-async function reconcile(): Promise<void> {
-  const controls = await registry.controls();
-  for (const name of new Set([...view.keys(), ...controls.keys()])) {
-    if (stopping) return;
-    if (!allowed(name)) continue;
-    const ctl = controls.get(name);
-    // No entry: as the control mode loads models at start (Triton's none and poll: every one).
-    const action = ctl?.action ?? (startsLoaded(name) ? 'load' : 'unload');
-    const gen = ctl?.generation ?? 0;
-    const current = served.get(name);
-    if (action === 'unload') {
-      if (failedReloads.delete(name)) presence.changed();
-      if (current && current.state !== 'unloading') {
-        log.info({ model: name, generation: gen }, 'unloading');
-        await current.unload(settings.drainTimeoutMs, {
-          code: 'MODEL_NOT_READY',
-          message: `model '${name}' was unloaded while the request was running, and its run did not end within the worker's drain timeout (${settings.drainTimeoutMs} ms)`,
-        });
-        served.delete(name);
-        presence.changed();
-      }
-      acted.set(name, gen);
-      continue;
-    }
-    if (current ? current.generation >= gen : (acted.get(name) ?? -1) >= gen) continue;
-    acted.set(name, gen);
-    if (failedReloads.delete(name)) presence.changed();
-    let model = view.get(name);
-    if (gen > 0 || !model) {
-      // An explicit load reads the model again, as Triton re-reads the repository.
-      try {
-        model = await loadModelOrOverride(
-          settings.modelRepository,
-          name,
-          await overrides.get(name),
-          settings.namespace,
-        );
-      } catch (err) {
-        log.error({ model: name, err: (err as Error).message }, 'model not loaded');
-        continue;
-      }
-      if (model.config.runtime !== settings.runtime) continue;
-      view.set(name, model);
-    }
-    let p: Placement;
-    try {
-      p = placeModel(model.config, devices, deviceCount);
-    } catch (err) {
-      served.set(name, ServedModel.failed(model, gen, (err as Error).message, deps));
-      presence.changed();
-      continue;
-    }
-    if (p.devices.length === 0) continue;
-    if (current) {
-      if (current.state === 'ready' && sameModel(current.model, model)) {
-        // Loading a model that is loaded and unchanged: nothing to do but answer this generation.
-        current.generation = gen;
-        presence.changed();
-        continue;
-      }
-      if (current.state === 'ready') {
-        await reload(current, model, p, gen);
-        continue;
-      }
-      await current.unload(settings.drainTimeoutMs);
-      served.delete(name);
-    }
-    // Each model's lanes split the worker's cores between them. Models do not divide the cores
-    // among themselves: a model alone under load (the common case) then uses the whole device,
-    // and ORT's threads do not spin, so models busy at once share the cores without burning them.
-    const threads = threadsPerLane(cores, lanesOf(model, p));
-    const sm = new ServedModel(model, p, threads, gen, deps);
-    served.set(name, sm);
-    presence.changed();
-    await sm.load();
-  }
-}
-
-/**
- * A changed model without a gap: the new version loads and warms (its own
- * lanes, beside the current ones) while the current version serves, then
- * consumes the batch queue with it, and only then is the current one drained
- * and closed. Batches formed under the old config still reach the new lanes
- * meanwhile; a batch larger than its largest tier runs in several runs
- * (execute-batch). A new version that fails to load leaves the current one
- * serving and its failure reported (failedReloads).
- */
-async function reload(current: ServedModel, model: RepositoryModel, p: Placement, gen: number): Promise<void> {
-  const name = model.name;
-  log.info({ model: name, generation: gen }, 'reloading: the new version warms up while the current one serves');
-  const next = new ServedModel(model, p, threadsPerLane(cores, lanesOf(model, p)), gen, deps);
-  await next.load();
-  if (next.state !== 'ready') {
-    failedReloads.set(name, next);
-    presence.changed();
-    log.error({ model: name, generation: gen, err: next.error }, 'reload failed: the current version goes on serving');
-    return;
-  }
-  served.set(name, next);
-  presence.changed();
-  await current.unload(settings.drainTimeoutMs);
-  log.info({ model: name, generation: gen }, 'reloaded: the previous version drained');
-}
-
 const reconciles = new CoalescedPasses(
-  reconcile,
+  () => models.reconcile(),
   (err) => log.warn({ err: err.message }, 'model control not applied; retrying on the next heartbeat'),
   () => stopping,
 );
@@ -335,7 +212,7 @@ sub.on('message', (_ch: string, msg: string) => {
 await sub.subscribe(registry.channel);
 
 // Register as starting (the models it will load become wanted), load everything, then report ready.
-const wanted = [...view.values()].filter((m) => placeable(m) && startsLoaded(m.name)).map((m) => m.name);
+const wanted = [...view.values()].filter((m) => models.placeable(m) && startsLoaded(m.name)).map((m) => m.name);
 let metricsServer: MetricsServer | undefined;
 if (metrics)
   metricsServer = await serveMetricsOrWarn(metrics.registry, settings.metricsHost, settings.metricsPort, log);
@@ -345,15 +222,15 @@ if (!stopping) {
   await deadLetters.start();
   // After a broker reconnect: consume every served model and the dead letters again.
   await broker.onReady(async () => {
-    for (const s of served.values()) await s.resume();
+    for (const s of models.served.values()) await s.resume();
     if (!stopping) await deadLetters.start();
   }, false);
   state = 'ready';
   await presence.flush();
   log.info(
     {
-      models: [...served.values()].filter((s) => s.state === 'ready').map((s) => s.name),
-      failed: [...served.values()].filter((s) => s.state === 'failed').map((s) => s.name),
+      models: [...models.served.values()].filter((s) => s.state === 'ready').map((s) => s.name),
+      failed: [...models.served.values()].filter((s) => s.state === 'failed').map((s) => s.name),
       runtime: settings.runtime,
       devices,
       id,
@@ -372,18 +249,18 @@ if (!stopping) {
 async function shutdown(signal: string, code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
-  const inFlight = [...served.values()].reduce((n, s) => n + s.inflight, 0);
+  const inFlight = [...models.served.values()].reduce((n, s) => n + s.inflight, 0);
   log.info({ signal, inFlight }, 'draining');
   if (devices.length > 0) {
     state = 'draining';
     presence.changed();
   }
   await deadLetters.stop();
-  await Promise.all([...served.values()].map((s) => s.stopConsuming()));
-  const drained = await Promise.all([...served.values()].map((s) => s.drained(settings.drainTimeoutMs)));
+  await Promise.all([...models.served.values()].map((s) => s.stopConsuming()));
+  const drained = await Promise.all([...models.served.values()].map((s) => s.drained(settings.drainTimeoutMs)));
   const until = Date.now() + 2_000;
   while (deadLetters.inflight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-  for (const s of served.values()) await s.close();
+  for (const s of models.served.values()) await s.close();
   if (devices.length > 0) await presence.release({ id, node: settings.node, kind, devices });
   else presence.stop();
   await sub?.quit().catch(() => undefined);
