@@ -39,6 +39,8 @@ export class WorkerModelStates implements ModelStates {
     () => this.read(),
     (err) => this.log?.warn({ err: err.message }, 'worker registry not read; keeping the last view'),
   );
+  /** stateOf's answers for the current snapshot and models (every request asks; they change far less often). */
+  private readonly known = new Map<string, { state: ModelReadyState; reason?: string }>();
   private waiters: Array<() => void> = [];
   private started = false;
   private rebuildingUntil = 0;
@@ -91,6 +93,7 @@ export class WorkerModelStates implements ModelStates {
     this.started = true;
     if (this.rebuilding) return;
     this.snapshot = { workers, controls };
+    this.known.clear();
     for (const wake of this.waiters.splice(0)) wake();
   }
 
@@ -128,6 +131,7 @@ export class WorkerModelStates implements ModelStates {
   setModel(model: RepositoryModel): void {
     this.models.set(model.name, model);
     this.errors.delete(model.name);
+    this.known.clear();
   }
 
   /**
@@ -151,6 +155,16 @@ export class WorkerModelStates implements ModelStates {
 
   /** The state of a version, and why it is not ready. */
   private stateOf(name: string, version: string): { state: ModelReadyState; reason?: string } {
+    const key = `${name}\u0000${version}`;
+    let s = this.known.get(key);
+    if (!s) {
+      s = this.computeState(name, version);
+      this.known.set(key, s);
+    }
+    return s;
+  }
+
+  private computeState(name: string, version: string): { state: ModelReadyState; reason?: string } {
     const ctl = this.snapshot.controls.get(name);
     const ensemble = this.models.get(name)?.config.ensemble;
     if (ensemble) {
