@@ -361,11 +361,15 @@ export function coalesceWrites(socket: Socket): void {
 }
 
 /**
- * Resolves once the frames written in this tick have left in their one
- * write (coalesceWrites uncorks on the tick queue, and this resolves behind
- * it). Work that writes to another socket right after a publish (a Redis
+ * Resolves once the frames published or acked in this tick have left for the
+ * broker. Work that writes to another socket right after a publish (a Redis
  * script) awaits it first, so its syscall does not hold the publish back.
+ * amqplib hands a channel's frames to the socket in a setImmediate (its
+ * Mux), scheduled from the tick queue when the channel's buffer turns
+ * readable; an immediate scheduled from a later tick-queue entry runs after
+ * it, and coalesceWrites' uncork (a tick-queue entry of that immediate) in
+ * between.
  */
 export function afterWrites(): Promise<void> {
-  return new Promise((resolve) => process.nextTick(resolve));
+  return new Promise((resolve) => process.nextTick(() => setImmediate(resolve)));
 }

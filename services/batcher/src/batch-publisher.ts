@@ -48,9 +48,9 @@ export class BatchPublisher {
 
   /**
    * Record a batch in Redis (create-batch) and publish it. A batch for an
-   * idle lane is published with create-batch's write rather than after its
-   * answer, so the Redis round trip is not on the way of a request that runs
-   * at once; its members are acked only once create-batch took it. Should
+   * idle lane is published just before create-batch is written rather than
+   * after its answer, so neither the Redis round trip nor its write is on
+   * the way of a request that runs at once; its members are acked only once create-batch took it. Should
    * create-batch refuse it, the batch sent is an orphan: its members go back
    * to the queue as they would have anyway, and start-batch lets the orphan
    * run only the members no other batch holds (a batch that reaches a worker
@@ -65,6 +65,10 @@ export class BatchPublisher {
     const version = members[0]?.item.req.version ?? '';
     const slot = slots.forming();
     const queueKeys = [...new Set(members.flatMap((m) => this.d.queueKeys.get(m.level) ?? []))];
+    const sent = laneIdle ? this.send(batchId, version, members, tier, rows) : undefined;
+    sent?.catch(() => undefined); // settled in publish(), or left to the orphan's worker
+    // The batch leaves before create-batch's write, whose syscall would otherwise hold it back.
+    if (sent) await afterWrites();
     const creating = store.createBatch(
       {
         batchId,
@@ -82,8 +86,6 @@ export class BatchPublisher {
       },
       { maxInFlight, queueKeys },
     );
-    const sent = laneIdle ? this.send(batchId, version, members, tier, rows) : undefined;
-    sent?.catch(() => undefined); // settled in publish(), or left to the orphan's worker
     if (sent && crashArmed('sent')) {
       // The window under test: both writes have left, neither is answered.
       await afterWrites();

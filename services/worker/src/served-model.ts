@@ -270,8 +270,8 @@ export class ServedModel {
       acked = true;
       // Answered: answerInHand must not answer it again.
       this.inHand.delete(msg);
-      // The replies and the ack leave in one write when this tick ends; finish-batch's own write
-      // waits for it rather than go first.
+      // The replies and the ack leave in one write; finish-batch's own write waits for it rather
+      // than go first.
       await afterWrites();
       await claims.finish(batch, ran, claim?.ids);
       this.batches++;
