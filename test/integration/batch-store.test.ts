@@ -65,18 +65,51 @@ describe('batch store (real Redis)', () => {
     assert.equal(await store.redis.exists(store.claimKey('m', 'r9')), 0, 'nothing written on refusal');
   });
 
-  it('a batch a worker started before its create-batch ran: create-batch names the members it does not hold', async () => {
+  it('a batch a worker started before its create-batch ran: create-batch completes it and names the members it does not hold', async () => {
+    const q = store.queueKey('E', 0);
+    for (const id of ['e1', 'e2', 'e3'])
+      assert.equal((await store.queues.admit(q, id, Date.now() + 60_000, 8)).admitted, true);
     // An abandoned batch (its batcher died before publishing it) holds e1's claim.
     assert.deepEqual(await store.createBatch(batch('ea', ['e1'], 'E')), { ok: true });
+    assert.equal(await store.inFlight('E'), 1);
     // The early batch reaches a worker first: start-batch writes it and takes the free claim only.
     assert.deepEqual(await store.startBatch('eb', 'E', ['e1', 'e2']), { kind: 'run', members: [1] });
-    assert.deepEqual(await store.createBatch(batch('eb', ['e1', 'e2'], 'E')), {
+    assert.deepEqual(await store.createBatch(batch('eb', ['e1', 'e2'], 'E'), { queueKeys: [q] }), {
       ok: false,
       reason: 'exists',
       notHeldIds: ['e1'],
     });
     assert.equal(await store.redis.get(store.claimKey('E', 'e1')), 'ea');
     assert.equal(await store.redis.get(store.claimKey('E', 'e2')), 'eb');
+    // Completed: its details, a lane slot while it runs, and e2 (only) out of its admission queue.
+    const m = await store.manifest('eb', 'E');
+    assert.equal(m?.state, 'running');
+    assert.equal(m?.tier, 4);
+    assert.deepEqual(
+      m?.members.map((x) => x.id),
+      ['e1', 'e2'],
+    );
+    assert.deepEqual((await store.inFlightBatches('E')).map((b) => b.batchId).sort(), ['ea', 'eb']);
+    assert.equal(await store.queues.size(q), 2);
+    assert.equal(await store.queues.leave(q, ['e2']), 0, 'e2 left its queue in create-batch');
+    // Finished, it frees its slot.
+    assert.equal(await store.finishBatch('eb', 'E', { tier: 4, ms: 1 }), true);
+    assert.deepEqual(
+      (await store.inFlightBatches('E')).map((b) => b.batchId),
+      ['ea'],
+    );
+  });
+
+  it('a batch that finished before its create-batch ran takes no lane slot', async () => {
+    assert.deepEqual(await store.startBatch('fb', 'F', ['f1']), { kind: 'run', members: [0] });
+    assert.equal(await store.finishBatch('fb', 'F', { tier: 4, ms: 1 }), true);
+    assert.deepEqual(await store.createBatch(batch('fb', ['f1'], 'F')), {
+      ok: false,
+      reason: 'exists',
+      notHeldIds: [],
+    });
+    assert.equal(await store.inFlight('F'), 0);
+    assert.equal((await store.manifest('fb', 'F'))?.state, 'done');
   });
 
   it('a request claimed by a published batch is not batched again, and nothing is written', async () => {

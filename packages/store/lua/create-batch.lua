@@ -35,9 +35,12 @@
 
   Returns
     {1}                  created
-    {-1, i, j, ...}      a manifest with this id already exists (the batch reached a worker before
-                         this call, and start-batch wrote it); nothing written; members i, j
-                         (1-based) are not held by this batch (start-batch takes free claims only)
+    {-1, i, j, ...}      a manifest with this id already exists: the batch reached a worker before
+                         this call and start-batch wrote it (it takes free claims only). Members
+                         i, j (1-based) are not held by this batch; the others leave their
+                         admission queues, and a manifest start-batch wrote gets this call's
+                         details and, while it runs, a lane slot (no limit: it runs already).
+                         A manifest create-batch wrote is left as it is.
     {-2, i, j, ...}      members i, j (1-based) are carried by a batch past 'formed', or were
                          answered; nothing written (the caller drops them and retries the rest)
     {-3, inflight}       no lane slot: the model has inflight >= limit batches; nothing written
@@ -47,17 +50,44 @@
 --- @include "includes/claim-taken"
 
 local n = tonumber(ARGV[9])
+local q = tonumber(ARGV[12])
+local now = tonumber(ARGV[8])
+
+-- The model's in-flight entry for this batch, lapsing at ARGV[11]; the set lives as long as its last entry.
+local function takeLaneSlot()
+  redis.call('ZADD', KEYS[2], ARGV[11], ARGV[1])
+  local pttl = tonumber(ARGV[11]) - now
+  if pttl > redis.call('PTTL', KEYS[2]) then
+    redis.call('PEXPIRE', KEYS[2], pttl)
+  end
+end
+
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local exists = {-1}
+  local held = {}
   for i = 1, n do
     if redis.call('GET', KEYS[2 + i]) ~= ARGV[1] then
       exists[#exists + 1] = i
+    else
+      held[#held + 1] = ARGV[12 + i]
+    end
+  end
+  if redis.call('HEXISTS', KEYS[1], 'model') == 0 then
+    -- start-batch wrote it: the batch was published ahead of this call (an idle lane's batch).
+    if #held > 0 then
+      for k = 3 + n, 2 + n + q do
+        redis.call('ZREM', KEYS[k], unpack(held))
+      end
+    end
+    redis.call('HSET', KEYS[1],
+      'model', ARGV[3], 'version', ARGV[4], 'tier', ARGV[5], 'rows', ARGV[6],
+      'members', ARGV[7], 'createdAt', ARGV[8])
+    if redis.call('HGET', KEYS[1], 'state') == 'running' then
+      takeLaneSlot()
     end
   end
   return exists
 end
-local q = tonumber(ARGV[12])
-local now = tonumber(ARGV[8])
 local manifests = declaredManifests(3 + n + q, 13 + n)
 local taken = {}
 local undeclared = {-4}
@@ -111,11 +141,7 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 for i = 1, n do
   redis.call('SET', KEYS[2 + i], ARGV[1], 'PX', ttl)
 end
-redis.call('ZADD', KEYS[2], ARGV[11], ARGV[1])
-local pttl = tonumber(ARGV[11]) - now
-if pttl > redis.call('PTTL', KEYS[2]) then
-  redis.call('PEXPIRE', KEYS[2], pttl)
-end
+takeLaneSlot()
 for k = 3 + n, 2 + n + q do
   redis.call('ZREM', KEYS[k], unpack(ARGV, 13, 12 + n))
 end

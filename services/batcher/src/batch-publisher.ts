@@ -48,15 +48,17 @@ export class BatchPublisher {
 
   /**
    * Record a batch in Redis (create-batch) and publish it. A batch for an
-   * idle lane is published just before create-batch is written rather than
-   * after its answer, so neither the Redis round trip nor its write is on
-   * the way of a request that runs at once; its members are acked only once create-batch took it. Should
-   * create-batch refuse it, the batch sent is an orphan: its members go back
-   * to the queue as they would have anyway, and start-batch lets the orphan
-   * run only the members no other batch holds (a batch that reaches a worker
-   * before its create-batch is written by start-batch), so each is answered
-   * once. A batch for a busy lane would wait anyway: it is published after
-   * create-batch, as before.
+   * idle lane is published first and create-batch written once the broker
+   * has it, so neither the Redis round trip nor Redis's work is on the way
+   * of a request that runs at once; its members are acked only once
+   * create-batch took it. Such a batch often reaches its worker first: then
+   * start-batch writes it, taking free claims only, and create-batch
+   * completes it (details, lane slot, admission queues) and names the
+   * members it does not hold. Should create-batch refuse it, the batch sent
+   * is an orphan: its members go back to the queue as they would have
+   * anyway, and start-batch lets the orphan run only the members no other
+   * batch holds, so each is answered once. A batch for a busy lane would
+   * wait anyway: it is published after create-batch, as before.
    */
   async form(members: Pending[], tier: number, rows: number, maxInFlight: number, laneIdle: boolean): Promise<Formed> {
     const { store, slots, log } = this.d;
@@ -67,8 +69,10 @@ export class BatchPublisher {
     const queueKeys = [...new Set(members.flatMap((m) => this.d.queueKeys.get(m.level) ?? []))];
     const sent = laneIdle ? this.send(batchId, version, members, tier, rows) : undefined;
     sent?.catch(() => undefined); // settled in publish(), or left to the orphan's worker
-    // The batch leaves before create-batch's write, whose syscall would otherwise hold it back.
-    if (sent) await afterWrites();
+    // create-batch waits until the broker has the batch (fast mode: its confirm; durable mode, where
+    // a confirm is a quorum write of milliseconds: until it has left). On two cores, Redis running
+    // the script while the broker hands the batch to a worker delays the worker.
+    if (sent) await (this.d.broker.persistent ? afterWrites() : sent.catch(() => undefined));
     const creating = store.createBatch(
       {
         batchId,
@@ -109,13 +113,11 @@ export class BatchPublisher {
       let carried = members;
       if (!res.ok && res.reason === 'exists') {
         // start-batch took only free claims: a member whose claim an abandoned batch holds is
-        // batched again (create-batch takes such claims over), and create-batch wrote nothing, so
-        // the members the batch carries still count in their admission queues.
+        // batched again (create-batch takes such claims over). The members the batch carries left
+        // their admission queues in create-batch.
         const notHeld = new Set(res.notHeldIds);
         carried = members.filter((m) => !notHeld.has(m.item.req.id));
         for (const m of members) if (notHeld.has(m.item.req.id)) this.d.putBack(m);
-        const ids = carried.map((m) => m.item.req.id);
-        for (const key of queueKeys) await store.queues.leave(key, ids).catch(() => 0);
       }
       crashPoint('recorded', log);
       this.d.track(
