@@ -30,6 +30,7 @@ import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { ROOT } from '@ge-mesh/launcher';
 import { percentile } from '@ge-mesh/loadgen';
 import { RABBITMQ_URL, REDIS_URL, startTestMesh } from '../support/mesh-harness.js';
+import { binaryInferBody } from '../support/reference.js';
 import type { Proc } from './host-processes.js';
 import { startShapeFloor } from './shape-floor.js';
 import { canTrace, monotonicMs, type SyscallEvent, SyscallTrace } from './syscall-trace.js';
@@ -78,21 +79,7 @@ interface Side {
   worker?: { laneUs: number; startBatchUs: number; startBatchLast: number };
 }
 
-const inputs = sampleInputs(demoModel('tiny'), 1, 7);
-const header = Buffer.from(
-  JSON.stringify({
-    inputs: inputs.map((t) => ({
-      name: t.name,
-      shape: t.dims,
-      datatype: t.dataType,
-      parameters: { binary_data_size: t.data.byteLength },
-    })),
-  }),
-);
-const body = Buffer.concat([
-  header,
-  ...inputs.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength)),
-]);
+const { body, headerLength } = binaryInferBody(sampleInputs(demoModel('tiny'), 1, 7));
 
 /** One request on one kept-alive connection: when it was sent (monotonic ms) and how long it took. */
 function sender(url: string): () => Promise<{ sentAt: number; ms: number }> {
@@ -108,7 +95,7 @@ function sender(url: string): () => Promise<{ sentAt: number; ms: number }> {
           path: '/v2/models/tiny/infer',
           method: 'POST',
           agent,
-          headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': header.length },
+          headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': headerLength },
         },
         (res) => {
           if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}`));

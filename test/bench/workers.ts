@@ -26,6 +26,7 @@ import { WorkerRegistry } from '@ge-mesh/store';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { DEMO_REPOSITORY, REDIS_URL, startTestMesh, type TestMesh, uniqueNamespace } from '../support/mesh-harness.js';
+import { binaryInferBody } from '../support/reference.js';
 
 const { values } = parseArgs({
   options: { seconds: { type: 'string', default: '8' }, only: { type: 'string' } },
@@ -46,22 +47,8 @@ interface Row {
 }
 const rows: Row[] = [];
 
-/** A KServe v2 binary-extension body: JSON header, then the raw input bytes. */
-function binaryBody(model: string, seed: number): { body: Buffer; headerLength: number } {
-  const inputs = sampleInputs(demoModel(model), 1, seed);
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: inputs.map((t) => ({
-        name: t.name,
-        shape: t.dims,
-        datatype: t.dataType,
-        parameters: { binary_data_size: t.data.byteLength },
-      })),
-    }),
-  );
-  const parts = inputs.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-  return { body: Buffer.concat([header, ...parts]), headerLength: header.length };
-}
+/** A KServe v2 binary-extension body for `model`. */
+const binaryBody = (model: string, seed: number) => binaryInferBody(sampleInputs(demoModel(model), 1, seed));
 
 async function batchCounts(registry: WorkerRegistry, model: string): Promise<Map<string, number>> {
   return new Map(

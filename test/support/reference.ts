@@ -63,6 +63,22 @@ export function jsonInferBody(inputs: SampleTensor[], extra: Record<string, unkn
   });
 }
 
+/** A KServe v2 binary-extension body from sample tensors: the JSON header, then the raw input bytes. */
+export function binaryInferBody(inputs: SampleTensor[]): { body: Buffer; headerLength: number } {
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: inputs.map((t) => ({
+        name: t.name,
+        shape: t.dims,
+        datatype: t.dataType,
+        parameters: { binary_data_size: t.data.byteLength },
+      })),
+    }),
+  );
+  const parts = inputs.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  return { body: Buffer.concat([header, ...parts]), headerLength: header.length };
+}
+
 /**
  * One JSON infer call of a tiny-shaped model through a gateway: asserts a 200
  * and returns output `y` and whether it matches `tiny` run by `ref` on the
