@@ -66,6 +66,8 @@ export interface Target {
 export interface BenchData {
   windowMs: number;
   maxTrials: number;
+  /** Load each server got before its first measured level (absent in runs before it existed). */
+  warmupMs?: number;
   engine: EngineRow[];
   sweeps: Sweep[];
   clip: { model: SimModel; rows: SimRow[] };
@@ -421,7 +423,7 @@ export function renderReport(d: BenchData, totalSeconds: number): string {
     '',
     `Measured ${new Date().toISOString()} on this machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), Node ${process.version}. ` +
       'The figures are specific to this machine and were taken while it was shared, so compare the ratios, which come from one run. ' +
-      `Windows of ${d.windowMs} ms, perf_analyzer's stability rule (last 3 windows within 10 %, at most ${d.maxTrials}), batch-1 requests with the binary tensor extension.`,
+      `Windows of ${d.windowMs} ms, perf_analyzer's stability rule (last 3 windows within 10 %, at most ${d.maxTrials}), batch-1 requests with the binary tensor extension.${d.warmupMs ? ` Every server is loaded for ${d.warmupMs / 1000} s before its first measured level (two thirds at its highest level, then its lowest), unmeasured, as perf_analyzer's warm-up requests do: a JIT-compiled server reaches its steady speed only after seconds of load.` : ''}`,
     '',
     ...targetsSection(targets(d)),
     '',

@@ -17,7 +17,7 @@
  * memory of every serving process (RabbitMQ and Redis included) per scenario.
  * Writes test/bench/results/REPORT.md (+ results.json and SVG plots).
  *
- *   npm run bench            (about 15 minutes)
+ *   npm run bench            (about 27 minutes on two cores)
  *   node --import tsx test/bench/suite.ts --quick [--out DIR]
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -35,6 +35,7 @@ import {
   readStats,
   type Send,
   sweep,
+  warmUp,
 } from '@ge-mesh/loadgen';
 import {
   DEMO_REPOSITORY,
@@ -74,6 +75,8 @@ const { values } = parseArgs({
 const QUICK = values.quick;
 const WINDOW_MS = QUICK ? 1500 : 3000;
 const MAX_TRIALS = QUICK ? 3 : 5;
+/** Load before each server's first measured level (loadgen's warmUp says why). */
+const WARMUP_MS = QUICK ? 3000 : 15_000;
 const OUT = values.out ?? join(ROOT, 'test/bench/results');
 const started = Date.now();
 const log = (s: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${s}\n`);
@@ -99,6 +102,7 @@ const SCALE_WINDOW_MS = QUICK ? 4000 : 8000;
 
 const data: BenchData = {
   windowMs: WINDOW_MS,
+  warmupMs: WARMUP_MS,
   maxTrials: MAX_TRIALS,
   engine: [],
   sweeps: [],
@@ -142,6 +146,17 @@ interface SweepSpec {
   grpcUrl?: string;
 }
 
+/**
+ * Every server gets the same warm-up before its first level, unmetered:
+ * two thirds at its highest level, then its lowest. (A fixed-rate run follows
+ * a sweep of the same server, warm already.)
+ */
+async function warmServer(send: Send, levels: number[], scenario: string): Promise<void> {
+  log(`${scenario}: warming up for ${WARMUP_MS / 1000} s`);
+  await warmUp(send, Math.max(...levels), Math.round((WARMUP_MS * 2) / 3));
+  await warmUp(send, Math.min(...levels), Math.round(WARMUP_MS / 3));
+}
+
 /** A loadgen sweep over HTTP, metered: the processes' CPU over the whole sweep, per answered request. */
 async function meteredSweep(s: SweepSpec, scenario: string, procs: Proc[]): Promise<LevelResult[]> {
   // One connection per request in flight: a pool smaller than the concurrency would cap what the server sees.
@@ -158,6 +173,7 @@ async function meteredSweep(s: SweepSpec, scenario: string, procs: Proc[]): Prom
   const grpc = s.grpcUrl
     ? await grpcTarget({ grpcUrl: s.grpcUrl, url: s.url, model: s.model, batch: 1, inputData: 'random' })
     : undefined;
+  if ((s.mode ?? 'concurrency') === 'concurrency') await warmServer(grpc?.send ?? target.send, s.levels, scenario);
   const c = counted(grpc?.send ?? target.send);
   const meter = new ScenarioMeter(scenario, procs);
   try {
@@ -332,10 +348,12 @@ async function meshDurable(): Promise<void> {
 async function messaging(mode: QueueMode): Promise<void> {
   const echo = await startEcho(RABBITMQ_URL, uniqueNamespace(`bench-echo-${mode}`), mode);
   const body = Buffer.alloc(200);
-  const c = counted(async () => {
+  const call = async () => {
     await echo.call(body);
     return true;
-  });
+  };
+  await warmServer(call, PLAN.tiny.levels, `messaging ${mode}`);
+  const c = counted(call);
   const meter = new ScenarioMeter(`messaging ${mode}`, BROKERS);
   try {
     const results = await sweep({
