@@ -10,6 +10,7 @@ import {
   sweep,
   toCsv,
   type WindowResult,
+  warmUp,
 } from '@ge-mesh/loadgen';
 
 describe('load generator', () => {
@@ -68,6 +69,30 @@ describe('load generator', () => {
     await d.stop();
     assert.equal(most, 4);
     assert.ok(win.requests > 20, `${win.requests} requests`);
+  });
+
+  it('a warm-up holds `concurrency` requests open and leaves none open when it returns', async () => {
+    let open = 0;
+    let most = 0;
+    let sent = 0;
+    await warmUp(
+      async () => {
+        open++;
+        sent++;
+        most = Math.max(most, open);
+        await new Promise((r) => setTimeout(r, 5));
+        open--;
+        return true;
+      },
+      3,
+      100,
+    );
+    assert.equal(most, 3);
+    assert.equal(open, 0);
+    assert.ok(sent >= 3, `${sent} requests`);
+    const before = sent;
+    await warmUp(async () => ++sent > 0, 3, 0);
+    assert.equal(sent, before, 'no warm-up asked, none sent');
   });
 
   it('fixed rate sends on schedule whatever the answers do', async () => {
