@@ -247,7 +247,7 @@ function floorSection(d: BenchData): string[] {
     "Three processes with the services' V8 flags (`test/bench/shape-floor.ts`): a node:http gateway that publishes each request's raw body " +
       'unconfirmed to a classic queue (transient messages) and answers from its reply queue with a precomputed response; a batcher that takes ' +
       'up to max_batch_size requests while the worker has a batch slot free (two per lane), runs one Redis script, publishes the batch with a ' +
-      'confirm (in the tick the script is written when a lane is idle, as the mesh does) and then acks its members; a worker (prefetch two) that runs one Redis script while a worker_thread decodes the batch and encodes ' +
+      'confirm (first, and the script once it is confirmed, when a lane is idle, as the mesh does) and then acks its members; a worker (prefetch two) that runs one Redis script while a worker_thread decodes the batch and encodes ' +
       'one reply per reply queue, publishes the replies, acks and runs a last script that publishes the finish over Redis pub/sub. ' +
       'No KServe parsing, no validation, no model: every figure is a bound the mesh cannot beat with this shape here. ' +
       'Its sweeps are under *Every sweep*, its CPU under *Memory and CPU per process*.',

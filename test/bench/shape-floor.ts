@@ -8,8 +8,8 @@
  * - batcher: consumes requests, takes up to max_batch_size of them while the
  *   worker has a batch slot free (two per lane, as the mesh), runs one Redis
  *   script, publishes the batch with a confirm and then acks its members (a
- *   batch for an idle lane is published with the script's write, as the
- *   mesh's batcher does);
+ *   batch for an idle lane is published first and the script written once
+ *   the broker confirmed it, as the mesh's batcher does);
  *   finish notifications come over Redis pub/sub, as the mesh's do;
  * - worker: consumes batches (prefetch two), runs one Redis script while a
  *   worker_thread lane decodes the batch and encodes one reply per reply
@@ -156,9 +156,11 @@ async function batcher(prefix: string, modelName: string): Promise<void> {
       new Promise<void>((resolve, reject) =>
         ch.publish('', q.batches, body, { deliveryMode: 1 }, (err) => (err ? reject(err) : resolve())),
       );
-    // As the mesh's batcher: a batch for an idle lane goes out with the script's write, not after its answer.
-    if (laneIdle) await Promise.all([redis.floorCreate(batchId, members.length), publish()]);
-    else {
+    // As the mesh's batcher (fast mode): a batch for an idle lane goes out first, the script once it is confirmed.
+    if (laneIdle) {
+      await publish();
+      await redis.floorCreate(batchId, members.length);
+    } else {
       await redis.floorCreate(batchId, members.length);
       await publish();
     }
