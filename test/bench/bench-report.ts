@@ -403,7 +403,7 @@ function usageSection(d: BenchData): string[] {
     '## Memory and CPU per process',
     '',
     'Every process that serves a scenario, RabbitMQ and Redis included where the scenario uses them; the load generator (the benchmark process, which also hosts the messaging echo) is left out. ' +
-      "RSS is the highest VmRSS sampled every 250 ms during the scenario; VmHWM is the process's peak since it started. CPU is user + system time from /proc over the whole scenario (warm-up included), per request answered in it.",
+      "RSS is the highest VmRSS sampled every 250 ms during the scenario; VmHWM is the process's peak since it started. CPU is user + system time from /proc over the whole scenario (each level's first, unmeasured window included; not the warm-up before the first level), per request answered in it.",
     '',
     '| scenario | process | RSS MiB (scenario peak) | VmHWM MiB | cores | CPU ms per request | CPU ms per request, all processes |',
     '|---|---|---|---|---|---|---|',
