@@ -62,6 +62,23 @@ local function takeLaneSlot()
   end
 end
 
+-- The batch's details, with any further fields given as name, value pairs.
+local function writeDetails(...)
+  redis.call('HSET', KEYS[1],
+    'model', ARGV[3], 'version', ARGV[4], 'tier', ARGV[5], 'rows', ARGV[6],
+    'members', ARGV[7], 'createdAt', ARGV[8], ...)
+end
+
+-- The requests `ids` leave their admission queues (KEYS[3+n..2+n+q]).
+local function leaveQueues(ids)
+  if #ids == 0 then
+    return
+  end
+  for k = 3 + n, 2 + n + q do
+    redis.call('ZREM', KEYS[k], unpack(ids))
+  end
+end
+
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local exists = {-1}
   local held = {}
@@ -74,14 +91,8 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   end
   if redis.call('HEXISTS', KEYS[1], 'model') == 0 then
     -- start-batch wrote it: the batch was published ahead of this call (an idle lane's batch).
-    if #held > 0 then
-      for k = 3 + n, 2 + n + q do
-        redis.call('ZREM', KEYS[k], unpack(held))
-      end
-    end
-    redis.call('HSET', KEYS[1],
-      'model', ARGV[3], 'version', ARGV[4], 'tier', ARGV[5], 'rows', ARGV[6],
-      'members', ARGV[7], 'createdAt', ARGV[8])
+    leaveQueues(held)
+    writeDetails()
     if redis.call('HGET', KEYS[1], 'state') == 'running' then
       takeLaneSlot()
     end
@@ -134,15 +145,11 @@ for owner in pairs(abandoned) do
   redis.call('ZREM', KEYS[2], owner)
 end
 local ttl = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1],
-  'model', ARGV[3], 'version', ARGV[4], 'tier', ARGV[5], 'rows', ARGV[6],
-  'members', ARGV[7], 'state', 'formed', 'createdAt', ARGV[8], 'updatedAt', ARGV[8])
+writeDetails('state', 'formed', 'updatedAt', ARGV[8])
 redis.call('PEXPIRE', KEYS[1], ttl)
 for i = 1, n do
   redis.call('SET', KEYS[2 + i], ARGV[1], 'PX', ttl)
 end
 takeLaneSlot()
-for k = 3 + n, 2 + n + q do
-  redis.call('ZREM', KEYS[k], unpack(ARGV, 13, 12 + n))
-end
+leaveQueues({unpack(ARGV, 13, 12 + n)})
 return {1}
