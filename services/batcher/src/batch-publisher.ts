@@ -37,6 +37,21 @@ export interface BatchPublisherDeps {
   readonly onBatchPublished?: (tier: number, rows: number, elements: BatchElements) => void;
 }
 
+/** The longest an idle lane's batch waits for its confirm before create-batch is written anyway. */
+const CONFIRM_WAIT_MS = 20;
+
+/** Resolves when `p` settles, either way, or after `ms`, whichever comes first. */
+function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    p.then(done, done);
+  });
+}
+
 /**
  * Turns the members the batch policy chose into a batch: recorded in Redis
  * (create-batch claims them, takes a lane slot, takes them out of the
@@ -69,10 +84,11 @@ export class BatchPublisher {
     const queueKeys = [...new Set(members.flatMap((m) => this.d.queueKeys.get(m.level) ?? []))];
     const sent = laneIdle ? this.send(batchId, version, members, tier, rows) : undefined;
     sent?.catch(() => undefined); // settled in publish(), or left to the orphan's worker
-    // create-batch waits until the broker has the batch (fast mode: its confirm; durable mode, where
-    // a confirm is a quorum write of milliseconds: until it has left). On two cores, Redis running
-    // the script while the broker hands the batch to a worker delays the worker.
-    if (sent) await (this.d.broker.persistent ? afterWrites() : sent.catch(() => undefined));
+    // create-batch waits until the broker has the batch (fast mode: its confirm, a broker turn, for at
+    // most CONFIRM_WAIT_MS, so a stalled broker does not hold this model's batching; durable mode,
+    // where a confirm is a quorum write of milliseconds: until it has left). On two cores, Redis
+    // running the script while the broker hands the batch to a worker delays the worker.
+    if (sent) await (this.d.broker.persistent ? afterWrites() : settledWithin(sent, CONFIRM_WAIT_MS));
     const creating = store.createBatch(
       {
         batchId,
