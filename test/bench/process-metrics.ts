@@ -43,6 +43,51 @@ export function brokerAndRedisPids(): Array<{ name: string; pid: number }> {
   return found;
 }
 
+/** One thread of a process: its CPU so far and how often it gave up the CPU (voluntary) or was preempted. */
+export interface ThreadUsage {
+  readonly tid: number;
+  /** The thread's name (comm): `node` for the main thread and worker_threads alike, `v8:…`, `libuv-worker` … */
+  readonly name: string;
+  readonly cpuSeconds: number;
+  readonly voluntarySwitches: number;
+  readonly involuntarySwitches: number;
+}
+
+/** Every live thread of a process (/proc/<pid>/task); empty when the process is gone. */
+export function threadUsage(pid: number): ThreadUsage[] {
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const threads: ThreadUsage[] = [];
+  for (const tid of tids) {
+    try {
+      const dir = `/proc/${pid}/task/${tid}`;
+      const stat = readFileSync(`${dir}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      const status = readFileSync(`${dir}/status`, 'utf8');
+      threads.push({
+        tid: Number(tid),
+        name: readFileSync(`${dir}/comm`, 'utf8').trim(),
+        cpuSeconds: (Number(stat[11]) + Number(stat[12])) / 100,
+        voluntarySwitches: Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
+        involuntarySwitches: Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
+      });
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return threads;
+}
+
+/** The machine's CPU time so far, all cores, in clock ticks: [busy, idle] (/proc/stat). */
+export function machineTicks(): [busy: number, idle: number] {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  return [f.reduce((a, b) => a + b, 0) - idle, idle];
+}
+
 /** Kernel-side work of a process so far: read/write syscalls (/proc/<pid>/io) and context switches (every thread). */
 export interface KernelCounts {
   reads: number;
