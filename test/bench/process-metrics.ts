@@ -1,10 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
+/** User + system CPU seconds in a /proc `stat` file (a process's or one thread's); throws when it is gone. */
+function statCpuSeconds(path: string): number {
+  const f = readFileSync(path, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 export function cpuSeconds(pid: number): number {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(f[11]) + Number(f[12])) / 100;
+    return statCpuSeconds(`/proc/${pid}/stat`);
   } catch {
     return 0;
   }
@@ -65,12 +70,11 @@ export function threadUsage(pid: number): ThreadUsage[] {
   for (const tid of tids) {
     try {
       const dir = `/proc/${pid}/task/${tid}`;
-      const stat = readFileSync(`${dir}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
       const status = readFileSync(`${dir}/status`, 'utf8');
       threads.push({
         tid: Number(tid),
         name: readFileSync(`${dir}/comm`, 'utf8').trim(),
-        cpuSeconds: (Number(stat[11]) + Number(stat[12])) / 100,
+        cpuSeconds: statCpuSeconds(`${dir}/stat`),
         voluntarySwitches: Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
         involuntarySwitches: Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
       });
@@ -101,10 +105,7 @@ export function kernelCounts(pid: number): KernelCounts {
     const io = readFileSync(`/proc/${pid}/io`, 'utf8');
     counts.reads = Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? 0);
     counts.writes = Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? 0);
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-      for (const m of status.matchAll(/ctxt_switches:\s+(\d+)/g)) counts.switches += Number(m[1]);
-    }
+    for (const t of threadUsage(pid)) counts.switches += t.voluntarySwitches + t.involuntarySwitches;
   } catch {
     // the process is gone: counts stay at what was read
   }
