@@ -217,6 +217,9 @@ try {
 }
 
 const us = (x: number) => x.toFixed(0);
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const floorSum = sum(floorSide.segmentsUs);
+const meshSum = sum(meshSide.segmentsUs);
 const lines = [
   '# Hop timeline: tiny at concurrency 1, the mesh against the shape’s floor',
   '',
@@ -234,7 +237,7 @@ const lines = [
     ([name], k) =>
       `| ${name} | ${us(floorSide.segmentsUs[k] ?? 0)} | ${us(meshSide.segmentsUs[k] ?? 0)} | ${us((meshSide.segmentsUs[k] ?? 0) - (floorSide.segmentsUs[k] ?? 0))} |`,
   ),
-  `| **sum of medians** | ${us(floorSide.segmentsUs.reduce((a, b) => a + b, 0))} | ${us(meshSide.segmentsUs.reduce((a, b) => a + b, 0))} | ${us(meshSide.segmentsUs.reduce((a, b) => a + b, 0) - floorSide.segmentsUs.reduce((a, b) => a + b, 0))} |`,
+  `| **sum of medians** | ${us(floorSum)} | ${us(meshSum)} | ${us(meshSum - floorSum)} |`,
   '',
   ...(meshSide.worker
     ? [
