@@ -47,7 +47,9 @@ const warmup = Number(values.warmup);
 const log = (s: string) => process.stderr.write(`${s}\n`);
 
 if (!canTrace()) {
-  log('hop-timeline needs root and tracefs at /sys/kernel/tracing (the syscall tracepoints)');
+  log(
+    'hop-timeline needs root and tracefs at /sys/kernel/tracing (the syscall tracepoints): mount -t tracefs nodev /sys/kernel/tracing',
+  );
   process.exit(2);
 }
 
