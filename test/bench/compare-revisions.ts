@@ -21,7 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
 import { startTestMesh } from '../support/mesh-harness.js';
-import { type Load, type Side, type SideRow, sideBySide } from './side-by-side.js';
+import { type Load, meshSide, type Side, type SideRow, sideBySide } from './side-by-side.js';
 import { CLIP_SIM, writeSimRepository } from './sim-models.js';
 
 const { values } = parseArgs({
@@ -73,10 +73,8 @@ const baseOpts = {
   ...(baseNodeArgs.length ? { nodeArgs: baseNodeArgs } : {}),
   env: { ...('env' in opts ? opts.env : {}), ...baseEnv },
 };
-const sides: Side[] = [
-  { label: 'before', mesh: await base.startTestMesh(baseOpts) },
-  { label: 'after', mesh: await startTestMesh(opts) },
-];
+const meshes = { before: await base.startTestMesh(baseOpts), after: await startTestMesh(opts) };
+const sides: Side[] = Object.entries(meshes).map(([label, mesh]) => meshSide(label, mesh, model));
 // tiny measures the mesh's own cost; a real model (resnet18) is bound by compute and tensor bytes.
 const LOADS: Array<{ name: string; load: Load }> =
   model === 'tiny'
@@ -99,9 +97,9 @@ const LOADS: Array<{ name: string; load: Load }> =
 
 let rows: SideRow[] = [];
 try {
-  rows = await sideBySide(sides, LOADS, { model, rounds: ROUNDS, windowMs: WINDOW_MS, log });
+  rows = await sideBySide(sides, LOADS, { rounds: ROUNDS, windowMs: WINDOW_MS, log });
 } finally {
-  for (const s of sides) await s.mesh.teardown();
+  for (const mesh of Object.values(meshes)) await mesh.teardown();
 }
 
 /** The commit a checkout is at (and whether it has changes on top), for the report's header. */

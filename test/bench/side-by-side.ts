@@ -1,16 +1,38 @@
-import { httpTarget, LoadDriver, percentile } from '@ge-mesh/loadgen';
+import { httpTarget, LoadDriver, percentile, type Send, warmUp } from '@ge-mesh/loadgen';
 import type { TestMesh } from '../support/mesh-harness.js';
 import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
 
 /**
- * Two (or more) meshes measured side by side in one run: at each load, the
- * windows alternate between them round after round, so the noise of a
- * shared machine falls on every side alike and the ratios hold. CPU is every
- * process of the side's mesh plus RabbitMQ and Redis, per answered request.
+ * Servers measured side by side in one run: at each load, the windows
+ * alternate between them round after round, so the noise of a shared machine
+ * falls on every side alike and the ratios hold. CPU is every process of the
+ * side plus RabbitMQ and Redis, per answered request.
  */
 export interface Side {
   readonly label: string;
-  readonly mesh: TestMesh;
+  /** A fresh load target for one window: what sends a request, and what closes it after. */
+  readonly open: () => Promise<{ send: Send; close: () => Promise<void> }>;
+  /** The side's own processes (RabbitMQ and Redis are metered with every side). */
+  readonly pids: readonly number[];
+}
+
+/** A server that speaks KServe v2 over HTTP (a mesh's gateway, a naive server, the shape's floor), fed binary tensors. */
+export function httpSide(label: string, url: string, model: string, pids: readonly number[]): Side {
+  return {
+    label,
+    pids,
+    open: () => httpTarget({ url, model, batch: 1, inputData: 'random', binary: true }),
+  };
+}
+
+/** A mesh's gateway, metered with every one of the mesh's processes. */
+export function meshSide(label: string, mesh: TestMesh, model: string): Side {
+  return httpSide(
+    label,
+    mesh.url,
+    model,
+    mesh.services.map((s) => s.child.pid ?? 0),
+  );
 }
 
 export type Load = { kind: 'concurrency'; concurrency: number } | { kind: 'rate'; perSec: number };
@@ -28,12 +50,13 @@ export interface SideRow {
 }
 
 export interface SideBySideOptions {
-  readonly model: string;
   readonly rounds: number;
   readonly windowMs: number;
   readonly log: (line: string) => void;
   /** A counter read around each window (e.g. spans exported). */
   readonly count?: () => number;
+  /** Load each side gets before the first measured window, unmeasured: two thirds at concurrency 16, then 1. */
+  readonly warmupMs?: number;
 }
 
 export async function sideBySide(
@@ -43,6 +66,15 @@ export async function sideBySide(
 ): Promise<SideRow[]> {
   const shared = brokerAndRedisPids().map((p) => p.pid);
   const rows: SideRow[] = [];
+  if (o.warmupMs) {
+    for (const side of sides) {
+      const t = await side.open();
+      await warmUp(t.send, 16, Math.round((o.warmupMs * 2) / 3));
+      await warmUp(t.send, 1, Math.round(o.warmupMs / 3));
+      await t.close();
+      o.log(`${side.label}: warmed up for ${o.warmupMs / 1000} s`);
+    }
+  }
   for (const { name, load } of loads) {
     const acc = new Map<
       string,
@@ -51,19 +83,13 @@ export async function sideBySide(
     for (let round = 0; round < o.rounds; round++) {
       // Each side goes first in every other round, so neither always runs on the heels of the other.
       for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
-        const target = await httpTarget({
-          url: side.mesh.url,
-          model: o.model,
-          batch: 1,
-          inputData: 'random',
-          binary: true,
-        });
+        const target = await side.open();
         const mode = load.kind === 'rate' ? { ...load, distribution: 'constant' as const } : load;
         const d = new LoadDriver(target.send, mode);
         d.start();
         await d.window(500);
         // Only this side's processes and the shared broker and Redis run now.
-        const pids = [...side.mesh.services.map((s) => s.child.pid ?? 0), ...shared];
+        const pids = [...side.pids, ...shared];
         const c0 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
         const k0 = o.count?.() ?? 0;
         const w = await d.window(o.windowMs);

@@ -45,12 +45,23 @@ import {
   type TestMesh,
   uniqueNamespace,
 } from '../support/mesh-harness.js';
-import { type BenchData, type RateRun, renderReport, SETUP, scenarioCpu, targets, writePlots } from './bench-report.js';
+import {
+  type BenchData,
+  c1Section,
+  type RateRun,
+  renderReport,
+  SETUP,
+  scenarioCpu,
+  targets,
+  writePlots,
+} from './bench-report.js';
 import { measureEngine } from './engine-alone.js';
 import { type Proc, ScenarioMeter } from './host-processes.js';
+import { measureWakeup, wakeupSentence } from './host-wakeup.js';
 import { type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
 import { startShapeFloor } from './shape-floor.js';
+import { httpSide, meshSide, type Side, sideBySide } from './side-by-side.js';
 import {
   CLIP_SIM,
   contendedOf,
@@ -68,6 +79,7 @@ const { values } = parseArgs({
     out: { type: 'string' },
     // `--only grpc`: tiny over HTTP and over gRPC on one mesh (c=1, 16, 64; c=4 with --quick), printed, no report.
     // `--only tracing`: tiny with tracing off and on (tracing-overhead.ts), printed, no report.
+    // `--only c1`: tiny at c=1, the mesh beside the bare round trip, the floor and the naive server, windows interleaved, printed, no report.
     // `--only contended`: clip_sim and scale_sim on 1 device under both timing models, printed, no report.
     only: { type: 'string' },
   },
@@ -391,6 +403,59 @@ async function shapeFloor(): Promise<void> {
   }
 }
 
+/**
+ * tiny at concurrency 1: the mesh, the bare round trip, the shape's floor and
+ * the naive server all running, their windows interleaved. The c=1 target is
+ * a ratio of latencies a millisecond or two apart; read from sweeps minutes
+ * apart it would carry the shared host's drift in between.
+ */
+async function tinyC1SideBySide(): Promise<void> {
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    log('c=1 side by side: starting the mesh, the echo, the floor and the naive server');
+    const mesh = await startTestMesh({
+      workers: 1,
+      logLevel: 'warn',
+      models: ['tiny'],
+      flags: { worker: ['--models', 'tiny'], batcher: ['--models', 'tiny'] },
+    });
+    stops.push(() => mesh.teardown());
+    const echo = await startEcho(RABBITMQ_URL, uniqueNamespace('bench-echo-c1'), 'fast');
+    stops.push(() => echo.close());
+    const floor = await startShapeFloor('tiny');
+    stops.push(() => floor.stop());
+    const naive = await startNaive(DEMO_REPOSITORY, 'tiny', 'ort');
+    stops.push(() => naive.stop());
+    const body = Buffer.alloc(200);
+    const echoSend = async () => {
+      await echo.call(body);
+      return true;
+    };
+    const sides: Side[] = [
+      meshSide(SETUP.mesh, mesh, 'tiny'),
+      { label: SETUP.echoFast, pids: [], open: async () => ({ send: echoSend, close: async () => undefined }) },
+      httpSide(
+        SETUP.floor,
+        floor.url,
+        'tiny',
+        floor.procs.map((p) => p.pid),
+      ),
+      httpSide(SETUP.naive, naive.url, 'tiny', [naive.proc.pid]),
+    ];
+    data.c1Rounds = QUICK ? 1 : 5;
+    data.c1 = await sideBySide(sides, [{ name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } }], {
+      rounds: data.c1Rounds,
+      windowMs: WINDOW_MS,
+      warmupMs: QUICK ? 1500 : 6000,
+      log: (l) => log(`c=1 side by side: ${l}`),
+    });
+  } catch (err) {
+    log(`c=1 side by side: not measured (${(err as Error).message.split('\n')[0]})`);
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+}
+
 /** The simulated CN-CLIP-shaped NPU: a naive server on one device's 8 streams, then the mesh on 1 (and 2) devices. */
 async function clipSim(): Promise<void> {
   const repo = await writeSimRepository(CLIP_SIM);
@@ -599,7 +664,18 @@ if (values.only === 'tracing') {
   process.exit(0);
 }
 
+if (values.only === 'c1') {
+  data.wakeup = measureWakeup();
+  await tinyC1SideBySide();
+  const [c1Target] = targets(data);
+  process.stdout.write(
+    `${wakeupSentence(data.wakeup)}\n\n${c1Section(data).join('\n')}\n\n${c1Target?.what}: ${c1Target?.ratio?.toFixed(2)}× (${c1Target?.measured}), floor ${c1Target?.floor}\n`,
+  );
+  process.exit(0);
+}
+
 log(`benchmark${QUICK ? ' (quick)' : ''}: writing to ${OUT}`);
+data.wakeup = measureWakeup();
 await engineAlone();
 await naiveServers();
 await meshDefault();
@@ -607,6 +683,7 @@ await meshDurable();
 data.tracing = await measureTracingOverhead({ levels: tracingLevels, rounds: QUICK ? 1 : 3, windowMs: WINDOW_MS, log });
 for (const mode of ['fast', 'durable'] as const) await messaging(mode);
 await shapeFloor();
+await tinyC1SideBySide();
 await clipSim();
 await scaling();
 const timingSection = await timingModels();

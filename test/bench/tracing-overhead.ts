@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startTestMesh } from '../support/mesh-harness.js';
-import { type Side, sideBySide } from './side-by-side.js';
+import { startTestMesh, type TestMesh } from '../support/mesh-harness.js';
+import { meshSide, sideBySide } from './side-by-side.js';
 
 /**
  * What tracing costs: two meshes side by side on tiny, one as a default run
@@ -59,19 +59,21 @@ export async function measureTracingOverhead(opts: TracingOptions = {}): Promise
     logLevel: 'warn',
     flags: { batcher: ['--models', 'tiny'], worker: ['--models', 'tiny'] },
   };
-  const sides: Side[] = [];
+  const meshes: TestMesh[] = [];
   const rows: TracingRow[] = [];
   try {
-    sides.push({ label: 'off', mesh: await startTestMesh(base) });
-    sides.push({
-      label: 'on (100 % sampled)',
-      mesh: await startTestMesh({
+    meshes.push(await startTestMesh(base));
+    meshes.push(
+      await startTestMesh({
         ...base,
         env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'parentbased_always_on' },
       }),
-    });
+    );
+    const sides = (['off', 'on (100 % sampled)'] as const).map((label, i) =>
+      meshSide(label, meshes[i] as TestMesh, 'tiny'),
+    );
     const loads = levels.map((c) => ({ name: `c=${c}`, load: { kind: 'concurrency' as const, concurrency: c } }));
-    const measured = await sideBySide(sides, loads, { model: 'tiny', rounds, windowMs, log, count: sink.exports });
+    const measured = await sideBySide(sides, loads, { rounds, windowMs, log, count: sink.exports });
     rows.push(
       ...measured.map((r) => ({
         tracing: r.side as TracingRow['tracing'],
@@ -84,7 +86,7 @@ export async function measureTracingOverhead(opts: TracingOptions = {}): Promise
       })),
     );
   } finally {
-    for (const s of sides) await s.mesh.teardown();
+    for (const mesh of meshes) await mesh.teardown();
     await sink.close();
   }
   return rows;
