@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '@ge-mesh/telemetry';
 import { type Context, headersFromContext, tracingActive } from '@ge-mesh/telemetry/tracing';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
+import { ChannelAcks } from './channel-acks.js';
 import { DEFAULT_DELIVERY_LIMIT, type Durability, type Topology } from './topology.js';
 
 export type { Channel, ConfirmChannel, ConsumeMessage };
@@ -57,6 +58,8 @@ export class Broker {
   private opening = false;
   /** The channel each delivery came on: it can be settled there only. */
   private readonly origin = new WeakMap<ConsumeMessage, Channel>();
+  /** Channels whose acks are coalesced (consume's `coalesceAcks`). */
+  private readonly acks = new WeakMap<Channel, ChannelAcks>();
   /** Reconnections since start (a metric). */
   reconnects = 0;
 
@@ -288,13 +291,22 @@ export class Broker {
   /**
    * Consume with manual acks. A null message means the broker cancelled the
    * consumer (e.g. the queue was deleted); it must never be acked.
+   *
+   * `coalesceAcks`: the acks of a tick go out in as few frames as they can
+   * (ChannelAcks); every delivery on the channel must then be settled
+   * through `settle`.
    */
   async consume(
     ch: Channel,
     queue: string,
     onMessage: (msg: ConsumeMessage) => void,
-    options: Options.Consume = {},
+    { coalesceAcks = false, ...options }: Options.Consume & { coalesceAcks?: boolean } = {},
   ): Promise<string> {
+    let acks = this.acks.get(ch);
+    if (coalesceAcks && !acks) {
+      acks = new ChannelAcks(ch);
+      this.acks.set(ch, acks);
+    }
     const { consumerTag } = await ch.consume(
       queue,
       (msg) => {
@@ -303,6 +315,7 @@ export class Broker {
           return;
         }
         this.origin.set(msg, ch);
+        acks?.delivered(msg);
         onMessage(msg);
       },
       options,
@@ -313,13 +326,19 @@ export class Broker {
   /**
    * Ack, requeue or dead-letter a delivery on the channel it came on. False
    * when that channel is gone: the broker has requeued the delivery already
-   * (a delivery tag means nothing on any other channel).
+   * (a delivery tag means nothing on any other channel). A coalesced ack
+   * leaves at the end of the tick, and one its channel closed before is
+   * dropped, as the delivery is requeued.
    */
   settle(msg: ConsumeMessage, how: 'ack' | 'requeue' | 'reject'): boolean {
     const ch = this.origin.get(msg);
     if (!ch) return false;
     try {
-      if (how === 'ack') ch.ack(msg);
+      const acks = this.acks.get(ch);
+      if (acks) {
+        if (how === 'ack') acks.ack(msg);
+        else acks.nack(msg, how === 'requeue');
+      } else if (how === 'ack') ch.ack(msg);
       else ch.nack(msg, false, how === 'requeue');
       return true;
     } catch {

@@ -66,7 +66,9 @@ export class RequestIntake {
     this.prefetch = this.o.wantedPrefetch();
     const ch = await this.broker.channel(this.prefetch);
     this.ch = ch;
-    this.consumerTag = await this.broker.consume(ch, this.o.queue, (msg) => this.o.onRequest(ch, msg));
+    this.consumerTag = await this.broker.consume(ch, this.o.queue, (msg) => this.o.onRequest(ch, msg), {
+      coalesceAcks: true,
+    });
   }
 
   /** A new consumer with the new prefetch; deliveries held by the old one stay unacked on the channel. */
@@ -79,7 +81,9 @@ export class RequestIntake {
       await ch.cancel(this.consumerTag);
       await ch.prefetch(wanted);
       this.prefetch = wanted;
-      this.consumerTag = await this.broker.consume(ch, this.o.queue, (m) => this.o.onRequest(ch, m));
+      this.consumerTag = await this.broker.consume(ch, this.o.queue, (m) => this.o.onRequest(ch, m), {
+        coalesceAcks: true,
+      });
       this.log.debug({ model: this.o.model, prefetch: wanted }, 'prefetch resized');
     } catch (err) {
       this.log.error({ err, model: this.o.model }, 'prefetch not resized');

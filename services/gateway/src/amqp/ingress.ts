@@ -80,11 +80,16 @@ export class AmqpIngress {
     await broker.assertWorkQueue(ch, this.names.queue, 'durable');
     await ch.bindQueue(this.names.queue, this.names.exchange, '');
     this.ch = ch;
-    this.tag = await broker.consume(ch, this.names.queue, (msg) => {
-      const p = this.handle(msg);
-      this.inFlight.add(p);
-      void p.finally(() => this.inFlight.delete(p));
-    });
+    this.tag = await broker.consume(
+      ch,
+      this.names.queue,
+      (msg) => {
+        const p = this.handle(msg);
+        this.inFlight.add(p);
+        void p.finally(() => this.inFlight.delete(p));
+      },
+      { coalesceAcks: true },
+    );
   }
 
   private async handle(msg: ConsumeMessage): Promise<void> {
