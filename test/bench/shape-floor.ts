@@ -7,9 +7,10 @@
  *   answers from one reply queue with a precomputed response;
  * - batcher: consumes requests, takes up to max_batch_size of them while the
  *   worker has a batch slot free (two per lane, as the mesh), runs one Redis
- *   script, publishes the batch with a confirm and then acks its members (a
- *   batch for an idle lane is published first and the script written once
- *   the broker confirmed it, as the mesh's batcher does);
+ *   script, publishes the batch with a confirm and then acks its members,
+ *   coalesced as the mesh's batcher does (ChannelAcks: one multiple ack for
+ *   the oldest run); a batch for an idle lane is published first and the
+ *   script written once the broker confirmed it, as the mesh's batcher does;
  *   finish notifications come over Redis pub/sub, as the mesh's do;
  * - worker: consumes batches (prefetch two), runs one Redis script while a
  *   worker_thread lane decodes the batch and encodes one reply per reply
@@ -27,7 +28,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { coalesceWrites } from '@ge-mesh/broker';
+import { ChannelAcks, coalesceWrites } from '@ge-mesh/broker';
 import { ROOT, SERVICE_NODE_FLAGS, waitForHttp } from '@ge-mesh/launcher';
 import { loadModel } from '@ge-mesh/model-repository';
 import { elementCount } from '@ge-mesh/protocol';
@@ -146,6 +147,7 @@ async function batcher(prefix: string, modelName: string): Promise<void> {
   await ch.assertQueue(q.requests, QUEUE);
   await ch.assertQueue(q.batches, QUEUE);
   await ch.prefetch(1024);
+  const acks = new ChannelAcks(ch);
   const queued: ConsumeMessage[] = [];
   let inFlight = 0;
   let scheduled = false;
@@ -164,7 +166,7 @@ async function batcher(prefix: string, modelName: string): Promise<void> {
       await redis.floorCreate(batchId, members.length);
       await publish();
     }
-    for (const m of members) ch.ack(m);
+    for (const m of members) acks.ack(m);
   };
   const form = () => {
     scheduled = false;
@@ -185,6 +187,7 @@ async function batcher(prefix: string, modelName: string): Promise<void> {
   await finishes.subscribe(q.finished);
   await ch.consume(q.requests, (m) => {
     if (!m) return;
+    acks.delivered(m);
     queued.push(m);
     schedule();
   });

@@ -1,2 +1,3 @@
+export * from './channel-acks.js';
 export * from './connection.js';
 export * from './topology.js';
