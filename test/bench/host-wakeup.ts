@@ -37,16 +37,19 @@ export function measureWakeup(samples = 300, gapsMs: readonly number[] = [0, 0.2
   for (let i = 0; i < 2000; i++) work(); // JIT-compiled before anything is timed
   // Atomics.wait blocks the thread in the kernel for exactly the gap (timers round up to a millisecond).
   const cell = new Int32Array(new SharedArrayBuffer(4));
-  const rows: WakeupRow[] = [];
-  for (const idleMs of gapsMs) {
-    const times: number[] = [];
-    for (let i = 0; i < samples; i++) {
-      if (idleMs > 0) Atomics.wait(cell, 0, 0, idleMs);
-      times.push(timeWork());
+  // Each gap in runs of `samples / rounds` (back to back must stay back to back), the runs taking
+  // turns round after round, so the host's drift falls on every gap alike.
+  const rounds = 3;
+  const times = gapsMs.map(() => [] as number[]);
+  for (let r = 0; r < rounds; r++) {
+    for (const [g, idleMs] of gapsMs.entries()) {
+      for (let i = 0; i < samples / rounds; i++) {
+        if (idleMs > 0) Atomics.wait(cell, 0, 0, idleMs);
+        times[g]?.push(timeWork());
+      }
     }
-    rows.push({ idleMs, workUs: percentile(Float64Array.from(times).sort(), 50) });
   }
-  return rows;
+  return gapsMs.map((idleMs, g) => ({ idleMs, workUs: percentile(Float64Array.from(times[g] ?? []).sort(), 50) }));
 }
 
 /** One sentence for the report's header. */
