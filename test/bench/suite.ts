@@ -47,12 +47,12 @@ import {
 } from '../support/mesh-harness.js';
 import {
   type BenchData,
-  c1Section,
   type RateRun,
   renderReport,
   SETUP,
   scenarioCpu,
   targets,
+  tinySidesSection,
   writePlots,
 } from './bench-report.js';
 import { measureEngine } from './engine-alone.js';
@@ -79,7 +79,7 @@ const { values } = parseArgs({
     out: { type: 'string' },
     // `--only grpc`: tiny over HTTP and over gRPC on one mesh (c=1, 16, 64; c=4 with --quick), printed, no report.
     // `--only tracing`: tiny with tracing off and on (tracing-overhead.ts), printed, no report.
-    // `--only c1`: tiny at c=1, the mesh beside the bare round trip, the floor and the naive server, windows interleaved, printed, no report.
+    // `--only sides`: tiny at c=1, 16 and 64, the mesh beside the bare round trip, the floor and the naive server, windows interleaved, printed, no report.
     // `--only contended`: clip_sim and scale_sim on 1 device under both timing models, printed, no report.
     only: { type: 'string' },
   },
@@ -404,15 +404,16 @@ async function shapeFloor(): Promise<void> {
 }
 
 /**
- * tiny at concurrency 1: the mesh, the bare round trip, the shape's floor and
- * the naive server all running, their windows interleaved. The c=1 target is
- * a ratio of latencies a millisecond or two apart; read from sweeps minutes
- * apart it would carry the shared host's drift in between.
+ * tiny at c=1, 16 and 64: the mesh, the bare round trip, the shape's floor and
+ * the naive server all running, their windows interleaved. The tiny targets
+ * are ratios between these setups (the c=1 one of latencies a millisecond or
+ * two apart); read from sweeps minutes apart they would carry the shared
+ * host's drift in between.
  */
-async function tinyC1SideBySide(): Promise<void> {
+async function tinySideBySide(): Promise<void> {
   const stops: Array<() => Promise<void>> = [];
   try {
-    log('c=1 side by side: starting the mesh, the echo, the floor and the naive server');
+    log('tiny side by side: starting the mesh, the echo, the floor and the naive server');
     const mesh = await startTestMesh({
       workers: 1,
       logLevel: 'warn',
@@ -420,7 +421,7 @@ async function tinyC1SideBySide(): Promise<void> {
       flags: { worker: ['--models', 'tiny'], batcher: ['--models', 'tiny'] },
     });
     stops.push(() => mesh.teardown());
-    const echo = await startEcho(RABBITMQ_URL, uniqueNamespace('bench-echo-c1'), 'fast');
+    const echo = await startEcho(RABBITMQ_URL, uniqueNamespace('bench-echo-sides'), 'fast');
     stops.push(() => echo.close());
     const floor = await startShapeFloor('tiny');
     stops.push(() => floor.stop());
@@ -442,15 +443,19 @@ async function tinyC1SideBySide(): Promise<void> {
       ),
       httpSide(SETUP.naive, naive.url, 'tiny', [naive.proc.pid]),
     ];
-    data.c1Rounds = QUICK ? 1 : 5;
-    data.c1 = await sideBySide(sides, [{ name: 'c=1', load: { kind: 'concurrency', concurrency: 1 } }], {
-      rounds: data.c1Rounds,
+    const loads = (QUICK ? [1, 16] : [1, 16, 64]).map((c) => ({
+      name: `c=${c}`,
+      load: { kind: 'concurrency' as const, concurrency: c },
+    }));
+    data.tinySidesRounds = QUICK ? 1 : 4;
+    data.tinySides = await sideBySide(sides, loads, {
+      rounds: data.tinySidesRounds,
       windowMs: WINDOW_MS,
       warmupMs: QUICK ? 1500 : 6000,
-      log: (l) => log(`c=1 side by side: ${l}`),
+      log: (l) => log(`tiny side by side: ${l}`),
     });
   } catch (err) {
-    log(`c=1 side by side: not measured (${(err as Error).message.split('\n')[0]})`);
+    log(`tiny side by side: not measured (${(err as Error).message.split('\n')[0]})`);
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   }
@@ -664,12 +669,14 @@ if (values.only === 'tracing') {
   process.exit(0);
 }
 
-if (values.only === 'c1') {
+if (values.only === 'sides') {
   data.wakeup = measureWakeup();
-  await tinyC1SideBySide();
-  const [c1Target] = targets(data);
+  await tinySideBySide();
+  const tinyTargets = targets(data).slice(0, 2);
   process.stdout.write(
-    `${wakeupSentence(data.wakeup)}\n\n${c1Section(data).join('\n')}\n\n${c1Target?.what}: ${c1Target?.ratio?.toFixed(2)}× (${c1Target?.measured}), floor ${c1Target?.floor}\n`,
+    `${wakeupSentence(data.wakeup)}\n\n${tinySidesSection(data).join('\n')}\n\n${tinyTargets
+      .map((t) => `${t.what}: ${t.ratio?.toFixed(2)}× (${t.measured}), floor ${t.floor}`)
+      .join('\n')}\n`,
   );
   process.exit(0);
 }
@@ -683,7 +690,7 @@ await meshDurable();
 data.tracing = await measureTracingOverhead({ levels: tracingLevels, rounds: QUICK ? 1 : 3, windowMs: WINDOW_MS, log });
 for (const mode of ['fast', 'durable'] as const) await messaging(mode);
 await shapeFloor();
-await tinyC1SideBySide();
+await tinySideBySide();
 await clipSim();
 await scaling();
 const timingSection = await timingModels();
