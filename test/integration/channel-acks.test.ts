@@ -83,6 +83,14 @@ describe('coalesced acks', () => {
     assert.deepEqual(await requeued(ch), [4, 8, 9]);
   });
 
+  it('sends the acks of the tick before a channel closed through the broker', async () => {
+    const { ch, got } = await consumeTen();
+    for (const m of got.slice(0, 4)) broker.settle(m, 'ack');
+    // In the same tick: closing would void the acks still waiting for its end.
+    await broker.closeChannel(ch);
+    assert.deepEqual(await requeued(ch), [4, 5, 6, 7, 8, 9]);
+  });
+
   it('drops the acks of a channel that closed before the tick ended', async () => {
     const { ch, got } = await consumeTen();
     for (const m of got.slice(0, 4)) broker.settle(m, 'ack');

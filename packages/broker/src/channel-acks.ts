@@ -46,8 +46,12 @@ export class ChannelAcks {
     this.ch.nack(msg, false, requeue);
   }
 
-  /** Sends the acks of this tick. A channel closed meanwhile takes them along: the broker requeued those deliveries. */
-  private flush(): void {
+  /**
+   * Sends the acks of this tick (at its end, or now: before the channel is
+   * closed on purpose, see Broker.closeChannel). A channel closed meanwhile
+   * takes them along: the broker requeued those deliveries.
+   */
+  flush(): void {
     this.scheduled = false;
     let upTo: number | undefined;
     for (const tag of this.open) {

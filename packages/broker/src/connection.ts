@@ -324,6 +324,16 @@ export class Broker {
   }
 
   /**
+   * Close a channel, its coalesced acks sent first: once the close is on its
+   * way the broker ignores them and requeues what they would have acked.
+   * Every delivery still unsettled goes back to its queue.
+   */
+  async closeChannel(ch: Channel): Promise<void> {
+    this.acks.get(ch)?.flush();
+    await ch.close();
+  }
+
+  /**
    * Ack, requeue or dead-letter a delivery on the channel it came on. False
    * when that channel is gone: the broker has requeued the delivery already
    * (a delivery tag means nothing on any other channel). A coalesced ack

@@ -124,7 +124,7 @@ export class RequestIntake {
   async close(): Promise<void> {
     const ch = this.ch;
     this.ch = undefined;
-    await ch?.close().catch(() => undefined);
+    if (ch) await this.broker.closeChannel(ch).catch(() => undefined);
   }
 
   /** No more consuming or leading (see `resign` for a lead held). */

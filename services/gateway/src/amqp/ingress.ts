@@ -207,7 +207,7 @@ export class AmqpIngress {
     this.stopped = true;
     if (this.ch && this.tag) await this.ch.cancel(this.tag).catch(() => undefined);
     await Promise.allSettled([...this.inFlight]);
-    await this.ch?.close().catch(() => undefined);
+    if (this.ch) await this.deps.broker.closeChannel(this.ch).catch(() => undefined);
     await this.replyCh?.close().catch(() => undefined);
     this.ch = undefined;
   }
