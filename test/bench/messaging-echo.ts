@@ -83,3 +83,12 @@ export async function startEcho(url: string, queue: string, mode: QueueMode): Pr
     },
   };
 }
+
+/** A load generator's send through the echo: one tiny-request-sized body per call. */
+export function echoSend(echo: Echo): () => Promise<boolean> {
+  const body = Buffer.alloc(200);
+  return async () => {
+    await echo.call(body);
+    return true;
+  };
+}

@@ -1,4 +1,4 @@
-import { httpTarget, LoadDriver, percentile, type Send, warmUp } from '@ge-mesh/loadgen';
+import { httpTarget, LoadDriver, percentile, type Send, warmUpAcross } from '@ge-mesh/loadgen';
 import type { TestMesh } from '../support/mesh-harness.js';
 import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
 
@@ -55,7 +55,7 @@ export interface SideBySideOptions {
   readonly log: (line: string) => void;
   /** A counter read around each window (e.g. spans exported). */
   readonly count?: () => number;
-  /** Load each side gets before the first measured window, unmeasured: two thirds at concurrency 16, then 1. */
+  /** Load each side gets before the first measured window, unmeasured: two thirds at the loads' highest concurrency, then their lowest (the benchmark's rule). */
   readonly warmupMs?: number;
 }
 
@@ -66,11 +66,11 @@ export async function sideBySide(
 ): Promise<SideRow[]> {
   const shared = brokerAndRedisPids().map((p) => p.pid);
   const rows: SideRow[] = [];
+  const levels = loads.map(({ load }) => (load.kind === 'concurrency' ? load.concurrency : 1));
   if (o.warmupMs) {
     for (const side of sides) {
       const t = await side.open();
-      await warmUp(t.send, 16, Math.round((o.warmupMs * 2) / 3));
-      await warmUp(t.send, 1, Math.round(o.warmupMs / 3));
+      await warmUpAcross(t.send, levels, o.warmupMs);
       await t.close();
       o.log(`${side.label}: warmed up for ${o.warmupMs / 1000} s`);
     }

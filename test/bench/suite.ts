@@ -35,7 +35,7 @@ import {
   readStats,
   type Send,
   sweep,
-  warmUp,
+  warmUpAcross,
 } from '@ge-mesh/loadgen';
 import {
   DEMO_REPOSITORY,
@@ -58,7 +58,7 @@ import {
 import { measureEngine } from './engine-alone.js';
 import { type Proc, ScenarioMeter } from './host-processes.js';
 import { measureWakeup, wakeupSentence } from './host-wakeup.js';
-import { type QueueMode, startEcho } from './messaging-echo.js';
+import { echoSend, type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
 import { startShapeFloor } from './shape-floor.js';
 import { httpSide, meshSide, type Side, sideBySide } from './side-by-side.js';
@@ -165,8 +165,7 @@ interface SweepSpec {
  */
 async function warmServer(send: Send, levels: number[], scenario: string): Promise<void> {
   log(`${scenario}: warming up for ${WARMUP_MS / 1000} s`);
-  await warmUp(send, Math.max(...levels), Math.round((WARMUP_MS * 2) / 3));
-  await warmUp(send, Math.min(...levels), Math.round(WARMUP_MS / 3));
+  await warmUpAcross(send, levels, WARMUP_MS);
 }
 
 /** A loadgen sweep over HTTP, metered: the processes' CPU over the whole sweep, per answered request. */
@@ -359,11 +358,7 @@ async function meshDurable(): Promise<void> {
 /** (d) The messaging limit for tiny, in both queue modes: a bare round trip of a tiny-request-sized body. */
 async function messaging(mode: QueueMode): Promise<void> {
   const echo = await startEcho(RABBITMQ_URL, uniqueNamespace(`bench-echo-${mode}`), mode);
-  const body = Buffer.alloc(200);
-  const call = async () => {
-    await echo.call(body);
-    return true;
-  };
+  const call = echoSend(echo);
   await warmServer(call, PLAN.tiny.levels, `messaging ${mode}`);
   const c = counted(call);
   const meter = new ScenarioMeter(`messaging ${mode}`, BROKERS);
@@ -427,14 +422,9 @@ async function tinySideBySide(): Promise<void> {
     stops.push(() => floor.stop());
     const naive = await startNaive(DEMO_REPOSITORY, 'tiny', 'ort');
     stops.push(() => naive.stop());
-    const body = Buffer.alloc(200);
-    const echoSend = async () => {
-      await echo.call(body);
-      return true;
-    };
     const sides: Side[] = [
       meshSide(SETUP.mesh, mesh, 'tiny'),
-      { label: SETUP.echoFast, pids: [], open: async () => ({ send: echoSend, close: async () => undefined }) },
+      { label: SETUP.echoFast, pids: [], open: async () => ({ send: echoSend(echo), close: async () => undefined }) },
       httpSide(
         SETUP.floor,
         floor.url,

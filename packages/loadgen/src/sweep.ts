@@ -55,6 +55,15 @@ export async function warmUp(send: Send, concurrency: number, ms: number): Promi
   await driver.stop();
 }
 
+/**
+ * A server's warm-up before its first measured level, unmeasured: two thirds
+ * of `ms` at the highest of `levels`, then the rest at the lowest.
+ */
+export async function warmUpAcross(send: Send, levels: readonly number[], ms: number): Promise<void> {
+  await warmUp(send, Math.max(...levels), Math.round((ms * 2) / 3));
+  await warmUp(send, Math.min(...levels), Math.round(ms / 3));
+}
+
 export async function sweep(o: SweepOptions): Promise<LevelResult[]> {
   const results: LevelResult[] = [];
   for (const level of o.levels) {
