@@ -3,7 +3,16 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { topology } from '@ge-mesh/broker';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
-import { type BatchMessage, decode, encode, type InferRequestMessage, PROTOCOL_VERSION } from '@ge-mesh/protocol';
+import {
+  type BatchMessage,
+  bundleCorrelationId,
+  bundledIds,
+  decode,
+  encode,
+  type InferRequestMessage,
+  PROTOCOL_VERSION,
+  type RequestBundleMessage,
+} from '@ge-mesh/protocol';
 import { outputY, RawProducer } from '../support/batcher-fixtures.js';
 import { DURABILITY, startTestMesh, type TestMesh } from '../support/mesh-harness.js';
 import { Reference, toleranceRatio } from '../support/reference.js';
@@ -49,6 +58,89 @@ describe('mixed protocol versions are refused clearly', { timeout: 120_000 }, ()
     const y = (await ref.run('tiny', sampleInputs(demoModel('tiny'), 1, 11))).y;
     assert.ok(y && answered);
     assert.ok(toleranceRatio(outputY(answered), y.data, 1e-4, 1e-3) <= 1, 'outputs differ from the reference');
+  });
+
+  /** A bundle of `n` tiny requests answered on the producer's queue (seeds 20, 21, …). */
+  const bundleOf = (n: number, v: number = PROTOCOL_VERSION) => {
+    const members = Array.from({ length: n }, (_, i) => producer.request('tiny', { seed: 20 + i }));
+    const correlationId = bundleCorrelationId(members.map((m) => m.id));
+    const bundle: RequestBundleMessage = {
+      v: v as typeof PROTOCOL_VERSION,
+      id: correlationId,
+      correlationId,
+      model: 'tiny',
+      version: '',
+      replyTo: producer.replyQueue,
+      requests: members.map((m) => m.body),
+    };
+    return { members, correlationId, body: encode(bundle) };
+  };
+
+  it('a bundle of this version: each member is batched and answered once, right', async () => {
+    const { members, body } = bundleOf(3);
+    await producer.publish(topology(mesh.namespace, DURABILITY).requests('tiny'), body);
+    await producer.waitAll(
+      members.map((m) => m.id),
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    for (const [i, m] of members.entries()) {
+      assert.equal(producer.count(m.id), 1);
+      const answered = producer.replies.find((r) => r.id === m.id);
+      assert.equal(answered?.error, undefined);
+      const y = (await ref.run('tiny', sampleInputs(demoModel('tiny'), 1, 20 + i))).y;
+      assert.ok(y && answered);
+      assert.ok(toleranceRatio(outputY(answered), y.data, 1e-4, 1e-3) <= 1, `member ${i} differs from the reference`);
+    }
+  });
+
+  it('a bundle of another version is refused once, to the whole bundle; the gateway reads each member in its id', async () => {
+    const { members, correlationId, body } = bundleOf(2, PROTOCOL_VERSION + 1);
+    await producer.publish(topology(mesh.namespace, DURABILITY).requests('tiny'), body);
+    await producer.waitAll([correlationId], 30_000);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(producer.count(correlationId), 1);
+    for (const m of members) assert.equal(producer.count(m.id), 0);
+    const refused = producer.replies.find((r) => r.id === correlationId);
+    assert.equal(refused?.correlationId, correlationId);
+    assert.deepEqual(refused?.error, {
+      code: 'PROTOCOL_MISMATCH',
+      message: mismatch(PROTOCOL_VERSION + 1, 'bundle of requests'),
+    });
+    assert.deepEqual(
+      bundledIds(correlationId),
+      members.map((m) => m.id),
+    );
+  });
+
+  it('a bundle with an undecodable member: the others are answered once, then the bundle is dead-lettered', async () => {
+    const good = producer.request('tiny', { seed: 30 });
+    const correlationId = bundleCorrelationId([good.id, 'garbage']);
+    const bundle: RequestBundleMessage = {
+      v: PROTOCOL_VERSION,
+      id: correlationId,
+      correlationId,
+      model: 'tiny',
+      version: '',
+      replyTo: producer.replyQueue,
+      requests: [Buffer.from('not msgpack \xc1'), good.body],
+    };
+    await producer.publish(topology(mesh.namespace, DURABILITY).requests('tiny'), encode(bundle));
+    await producer.waitAll([good.id], 30_000);
+    const seen = (text: string) => mesh.lines.filter((l) => l.includes(text)).length;
+    const dropped = seen('"msg":"undecodable dead request dropped: nobody to answer"');
+    for (let i = 0; i < 100 && seen('"msg":"undecodable dead request dropped: nobody to answer"') === dropped; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    // The dead letter answers none of it again: the batched member's claim says it was taken.
+    assert.equal(producer.count(good.id), 1);
+    assert.equal(producer.count(correlationId), 0);
+    const answered = producer.replies.find((r) => r.id === good.id);
+    const y = (await ref.run('tiny', sampleInputs(demoModel('tiny'), 1, 30))).y;
+    assert.ok(y && answered && !answered.error);
+    assert.ok(toleranceRatio(outputY(answered), y.data, 1e-4, 1e-3) <= 1, 'outputs differ from the reference');
+    assert.equal(seen('"msg":"undecodable dead request dropped: nobody to answer"'), dropped + 1);
   });
 
   it('a batch of another version is dead-lettered and its members answered PROTOCOL_MISMATCH once', async () => {

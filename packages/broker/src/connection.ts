@@ -3,6 +3,7 @@ import type { Logger } from '@ge-mesh/telemetry';
 import { type Context, headersFromContext, tracingActive } from '@ge-mesh/telemetry/tracing';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { ChannelAcks } from './channel-acks.js';
+import { DeliveryParts, partsOf, type Settlement } from './delivery-parts.js';
 import { DEFAULT_DELIVERY_LIMIT, type Durability, type Topology } from './topology.js';
 
 export type { Channel, ConfirmChannel, ConsumeMessage };
@@ -58,6 +59,8 @@ export class Broker {
   private opening = false;
   /** The channel each delivery came on: it can be settled there only. */
   private readonly origin = new WeakMap<ConsumeMessage, Channel>();
+  /** The bundle each part of one came from (split). */
+  private readonly partOf = new WeakMap<ConsumeMessage, DeliveryParts>();
   /** Channels whose acks are coalesced (consume's `coalesceAcks`). */
   private readonly acks = new WeakMap<Channel, ChannelAcks>();
   /** Reconnections since start (a metric). */
@@ -334,13 +337,27 @@ export class Broker {
   }
 
   /**
+   * A delivery that carries several messages, as one delivery per message
+   * (`contents`): each part is settled through `settle` like any delivery,
+   * and the whole once every part is (DeliveryParts says how).
+   */
+  split(msg: ConsumeMessage, contents: readonly Uint8Array[]): ConsumeMessage[] {
+    const parts = partsOf(msg, contents);
+    const whole = new DeliveryParts(parts, (how) => this.settle(msg, how));
+    for (const p of parts) this.partOf.set(p, whole);
+    return parts;
+  }
+
+  /**
    * Ack, requeue or dead-letter a delivery on the channel it came on. False
    * when that channel is gone: the broker has requeued the delivery already
    * (a delivery tag means nothing on any other channel). A coalesced ack
    * leaves at the end of the tick, and one its channel closed before is
    * dropped, as the delivery is requeued.
    */
-  settle(msg: ConsumeMessage, how: 'ack' | 'requeue' | 'reject'): boolean {
+  settle(msg: ConsumeMessage, how: Settlement): boolean {
+    const parts = this.partOf.get(msg);
+    if (parts) return parts.settle(msg, how);
     const ch = this.origin.get(msg);
     if (!ch) return false;
     try {

@@ -6,7 +6,7 @@ import type { WireError } from './errors.js';
  * Messages between the services. Tensors travel as raw little-endian bytes
  * (msgpack bin), never as number arrays.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 export interface WireTensor {
   name: string;
@@ -47,6 +47,44 @@ export interface InferRequestMessage {
    * empty here, so the broker and the batcher carry only the envelope.
    */
   stored?: true;
+}
+
+/**
+ * gateway → batcher: several requests of one model, published in the same
+ * turn of the gateway's event loop, in one broker message. Each request is
+ * carried as the gateway encoded it, so the batcher slices it out and batches
+ * it untouched. The bundle reads as a request of its own (id, replyTo,
+ * correlationId): a service of another version refuses it as one, and the
+ * gateway fans that answer out to the members (bundledIds).
+ */
+export interface RequestBundleMessage {
+  v: typeof PROTOCOL_VERSION;
+  /** bundleCorrelationId of the members. */
+  id: string;
+  correlationId: string;
+  model: string;
+  /** Members may ask for different versions: none is named here. */
+  version: '';
+  replyTo: string;
+  /** Each member's InferRequestMessage, encoded. */
+  requests: Uint8Array[];
+}
+
+const BUNDLE_PREFIX = 'bundle:';
+
+/** The correlation id of a bundle: its members' ids, so an answer to the bundle reaches each without any state. */
+export function bundleCorrelationId(ids: readonly string[]): string {
+  return `${BUNDLE_PREFIX}${ids.join(',')}`;
+}
+
+/** The member ids of a bundle's correlation id, or undefined for a request's own. */
+export function bundledIds(correlationId: string): string[] | undefined {
+  return correlationId.startsWith(BUNDLE_PREFIX) ? correlationId.slice(BUNDLE_PREFIX.length).split(',') : undefined;
+}
+
+/** A message off a request queue: a bundle when it carries `requests`. */
+export function isRequestBundle(msg: unknown): msg is RequestBundleMessage {
+  return Array.isArray((msg as Partial<RequestBundleMessage> | null)?.requests);
 }
 
 /** One member of a batch: the request as the gateway encoded it, untouched. */
@@ -100,6 +138,7 @@ export function memberRequests(batch: BatchMessage, positions: readonly number[]
  * answers (or dead-letters) the message with this error and logs it.
  * v2: responses travel grouped per batch and reply queue (an array).
  * v3: a large request's tensors may travel beside its message, in Redis.
+ * v4: small requests to one model may travel several to a message (RequestBundleMessage).
  */
 export function versionMismatch(v: unknown, what: string): WireError | null {
   if (v === PROTOCOL_VERSION) return null;

@@ -1,4 +1,4 @@
-import type { Broker, ConsumeMessage } from '@ge-mesh/broker';
+import type { Broker, ConsumeMessage, Settlement } from '@ge-mesh/broker';
 import type { GearClass } from '@ge-mesh/model-repository';
 import { encode, errorResponse, type InferRequestMessage, type WireError } from '@ge-mesh/protocol';
 import type { BatchStore } from '@ge-mesh/store';
@@ -36,7 +36,7 @@ export class RequestAnswers {
   ) {}
 
   /** On the delivery's own channel; a no-op once it is gone (the broker requeued the delivery). */
-  settle(msg: ConsumeMessage, how: 'ack' | 'requeue' | 'reject'): void {
+  settle(msg: ConsumeMessage, how: Settlement): void {
     this.broker.settle(msg, how);
   }
 

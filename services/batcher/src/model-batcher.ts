@@ -7,7 +7,15 @@ import {
   type RepositoryModel,
   rowDimsOf,
 } from '@ge-mesh/model-repository';
-import { decode, type InferRequestMessage, TRITON_MESSAGES, versionMismatch, type WireError } from '@ge-mesh/protocol';
+import {
+  decode,
+  type InferRequestMessage,
+  isRequestBundle,
+  type RequestBundleMessage,
+  TRITON_MESSAGES,
+  versionMismatch,
+  type WireError,
+} from '@ge-mesh/protocol';
 import { type BatchStore, levelPolicy, queueTimeoutUs } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
 import { epochMs, tracingActive } from '@ge-mesh/telemetry/tracing';
@@ -216,21 +224,28 @@ export class ModelBatcher {
   private onRequest(ch: Channel, msg: ConsumeMessage): void {
     // Only a traced request uses it (its queue-wait span marks it).
     const receivedAt = tracingActive() ? epochMs() : 0;
-    let req: InferRequestMessage;
+    let decoded: InferRequestMessage | RequestBundleMessage;
     try {
-      req = decode<InferRequestMessage>(msg.content);
+      decoded = decode<InferRequestMessage | RequestBundleMessage>(msg.content);
     } catch (err) {
       // Not ours to answer (no reply route can be read): dead-letter it.
       this.log.error({ err }, 'undecodable request dead-lettered');
       this.answers.settle(msg, 'reject');
       return;
     }
-    const mismatch = versionMismatch(req.v, 'request');
+    const mismatch = versionMismatch(decoded.v, isRequestBundle(decoded) ? 'bundle of requests' : 'request');
     if (mismatch) {
       this.log.error({ model: this.model.name, err: mismatch.message }, 'request of another protocol version refused');
-      this.track(this.answers.refuse(msg, req, mismatch));
+      // A bundle reads as a request: its one answer reaches every member (bundledIds).
+      this.track(this.answers.refuse(msg, decoded as InferRequestMessage, mismatch));
       return;
     }
+    if (isRequestBundle(decoded)) {
+      // Each member is taken as if it came alone; the bundle is acked once all of them are.
+      for (const part of this.broker.split(msg, decoded.requests)) this.onRequest(ch, part);
+      return;
+    }
+    const req = decoded;
     if (this.retiring) {
       this.track(this.answers.refuse(msg, req, this.retiring));
       return;

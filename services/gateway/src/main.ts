@@ -25,6 +25,7 @@ import { InferPipeline } from './pipeline/infer-pipeline.js';
 import { LOGGING_SECTION, LoggingControl } from './pipeline/logging-control.js';
 import { MeshQueries } from './pipeline/queries.js';
 import { RepositoryControl } from './pipeline/repository-control.js';
+import { RequestBundles } from './pipeline/request-bundles.js';
 import { TRACE_SECTION, TraceControl } from './pipeline/trace-control.js';
 import { ReplyRouter } from './reply-router.js';
 import { RepositoryPoller } from './repository-poller.js';
@@ -116,10 +117,14 @@ if (!cache) {
 const pipeline = new InferPipeline({
   states,
   auth,
-  dispatch: new Dispatch(broker, replies, settings.requestTimeoutMs, admission, {
-    store: registryStore,
-    minBytes: settings.largeRequestBytes,
-  }),
+  dispatch: new Dispatch(
+    broker,
+    replies,
+    settings.requestTimeoutMs,
+    admission,
+    { store: registryStore, minBytes: settings.largeRequestBytes },
+    settings.bundleRequests ? new RequestBundles(broker, replies.queue) : undefined,
+  ),
   stats,
   isReady,
   metrics,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Broker, Channel } from '@ge-mesh/broker';
-import { decodeResponses, type InferResponseMessage, versionMismatch } from '@ge-mesh/protocol';
+import { bundledIds, decodeResponses, type InferResponseMessage, versionMismatch } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 
 interface Waiter {
@@ -66,6 +66,17 @@ export class ReplyRouter {
         this.log.error({ err }, 'reply observer failed');
       }
     }
+    const id = res.correlationId;
+    const members = typeof id === 'string' ? bundledIds(id) : undefined;
+    if (members) {
+      // An answer to a whole bundle (a service of another version refused it): each member's.
+      for (const m of members) this.resolve({ ...res, id: m, correlationId: m });
+      return;
+    }
+    this.resolve(res);
+  }
+
+  private resolve(res: InferResponseMessage): void {
     const id = res.correlationId;
     const w = typeof id === 'string' ? this.waiting.get(id) : undefined;
     if (!w) {

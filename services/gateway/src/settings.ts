@@ -96,6 +96,11 @@ export const GATEWAY_OPTIONS = {
     doc: 'Fast mode: a request whose tensors reach this many bytes travels beside its message, through Redis, so RabbitMQ and the batcher carry only its envelope and the bytes cross the network twice instead of four times (pays where the broker is the bottleneck; on one host it costs more CPU than it saves). 0, the default, keeps every request whole in its message (as the durable mode always does).',
     schema: Type.Integer({ minimum: 0 }),
   },
+  bundleRequests: {
+    kind: 'boolean',
+    default: true,
+    doc: "Fast mode: a model's small requests published in the same turn of the gateway's event loop travel to its batcher as one broker message (GEMESH_BUNDLE_REQUESTS=false sends each alone).",
+  },
   repositoryPollSecs: {
     kind: 'integer',
     default: 15,

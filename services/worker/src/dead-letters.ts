@@ -4,7 +4,9 @@ import {
   decode,
   decodeBatch,
   type InferRequestMessage,
+  isRequestBundle,
   memberRequests,
+  type RequestBundleMessage,
   versionMismatch,
   type WireError,
 } from '@ge-mesh/protocol';
@@ -111,14 +113,28 @@ export class DeadLetters {
   }
 
   private async failRequest(msg: ConsumeMessage, reason: string): Promise<void> {
-    let req: InferRequestMessage;
+    let d: InferRequestMessage | RequestBundleMessage;
     try {
-      req = decode<InferRequestMessage>(msg.content);
-      if (typeof req.replyTo !== 'string' || typeof req.id !== 'string') throw new Error('not a request');
+      d = decode<InferRequestMessage | RequestBundleMessage>(msg.content);
     } catch (err) {
       this.log.error({ err: (err as Error).message }, 'undecodable dead request dropped: nobody to answer');
       return;
     }
+    // A bundle's members are answered one by one: some may be batched already.
+    for (const body of isRequestBundle(d) ? d.requests : [msg.content]) {
+      let req: InferRequestMessage;
+      try {
+        req = decode<InferRequestMessage>(body);
+        if (typeof req.replyTo !== 'string' || typeof req.id !== 'string') throw new Error('not a request');
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, 'undecodable dead request dropped: nobody to answer');
+        continue;
+      }
+      await this.failOneRequest(req, reason);
+    }
+  }
+
+  private async failOneRequest(req: InferRequestMessage, reason: string): Promise<void> {
     // Marks it answered so a copy still on its way is dropped; false: a batch carries it or it was answered.
     if (!(await this.store.expireRequest(req.id, req.model, 'poison', { deadline: req.deadline }))) return;
     sendErrorReply(this.broker, req, this.error('request', reason));

@@ -18,6 +18,7 @@ import type { Admission } from '../admission.js';
 import type { ValidatedInfer } from '../infer/index.js';
 import type { ReplyRouter } from '../reply-router.js';
 import type { InferTrace } from './infer-tracing.js';
+import { BUNDLE_MEMBER_MAX_BYTES, type RequestBundles } from './request-bundles.js';
 
 /**
  * How long after a request's deadline the gateway answers it with a timeout
@@ -68,6 +69,8 @@ export class Dispatch {
     /** max_queue_size, counted mesh-wide; absent = no limit is enforced. */
     private readonly admission?: Admission,
     private readonly large?: LargeRequests,
+    /** Fast mode: small requests of one turn leave together (absent: each alone). */
+    private readonly bundles?: RequestBundles,
   ) {}
 
   async send(
@@ -110,7 +113,7 @@ export class Dispatch {
     // Wait first, so a reply racing the confirm is not missed.
     const reply = this.replies.wait(id, waitMs + DEADLINE_SLACK_MS);
     const publishing = opts.trace?.step('gateway publish', SpanKind.PRODUCER);
-    const queued = this.encodeAndPublish(msg, publishing);
+    const queued = this.encodeAndPublish(msg, model.config.maxBatchSize, publishing);
     // A confirm that never comes (a silent, half-open broker) must not outlast the deadline: the
     // reply wait ends it then, with a timeout.
     const first = await Promise.race([queued, reply.then(() => 'ended' as const)]);
@@ -143,6 +146,7 @@ export class Dispatch {
     model: string,
     id: string,
     body: Buffer,
+    maxBatch: number,
     step: PublishStep | undefined,
   ): Promise<'queued' | 'refused'> {
     const queue = this.broker.topology.requests(model);
@@ -153,6 +157,10 @@ export class Dispatch {
     };
     if (this.broker.persistent) {
       return this.broker.send(queue, body, props, step?.context).then(() => 'queued' as const, refused);
+    }
+    // A traced request keeps its own message: its trace context travels in the message's headers.
+    if (this.bundles && !step && maxBatch > 1 && body.byteLength < BUNDLE_MEMBER_MAX_BYTES) {
+      return this.bundles.add(queue, model, id, body, maxBatch);
     }
     try {
       this.broker.sendUnconfirmed(queue, body, props, step?.context);
@@ -169,7 +177,11 @@ export class Dispatch {
    * (appendfsync everysec) promises less. With Redis away the request travels
    * whole.
    */
-  private encodeAndPublish(msg: InferRequestMessage, step: PublishStep | undefined): Promise<'queued' | 'refused'> {
+  private encodeAndPublish(
+    msg: InferRequestMessage,
+    maxBatch: number,
+    step: PublishStep | undefined,
+  ): Promise<'queued' | 'refused'> {
     const bytes = tensorBytes(msg.inputs);
     const large = this.large;
     const storable =
@@ -178,7 +190,7 @@ export class Dispatch {
       bytes >= large.minBytes &&
       !this.broker.persistent &&
       (!large.store.health || large.store.health.connected);
-    if (!storable) return withEncoded(msg, bytes, (body) => this.publish(msg.model, msg.id, body, step));
+    if (!storable) return withEncoded(msg, bytes, (body) => this.publish(msg.model, msg.id, body, maxBatch, step));
     const body = encode(msg, bytes);
     return large.store
       .storeRequestBody(msg.model, msg.id, body, msg.deadline - Date.now() + STORED_SLACK_MS)
@@ -186,7 +198,7 @@ export class Dispatch {
         () => encode(storedEnvelope(msg)),
         () => body,
       )
-      .then((sent) => this.publish(msg.model, msg.id, sent, step));
+      .then((sent) => this.publish(msg.model, msg.id, sent, maxBatch, step));
   }
 }
 

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DeliveryParts, partsOf, type Settlement } from '@ge-mesh/broker';
+import type { ConsumeMessage } from 'amqplib';
+
+const whole = {
+  content: Buffer.from('bundle'),
+  fields: { deliveryTag: 7, redelivered: true, exchange: '', routingKey: 'q', consumerTag: 'c' },
+  properties: { headers: { a: 1 } },
+} as unknown as ConsumeMessage;
+
+/** Three parts of `whole`, and every settlement of the whole that they caused. */
+function three(): { parts: ConsumeMessage[]; settle: (i: number, how: Settlement) => boolean; wholes: Settlement[] } {
+  const parts = partsOf(whole, [Buffer.from('a'), new Uint8Array([98]), Buffer.from('c')]);
+  const wholes: Settlement[] = [];
+  const d = new DeliveryParts(parts, (how) => {
+    wholes.push(how);
+    return true;
+  });
+  return { parts, settle: (i, how) => d.settle(parts[i] as ConsumeMessage, how), wholes };
+}
+
+describe('a delivery split into parts', () => {
+  it('gives each part its own bytes and the whole delivery’s fields and properties', () => {
+    const { parts } = three();
+    assert.deepEqual(
+      parts.map((p) => p.content.toString()),
+      ['a', 'b', 'c'],
+    );
+    for (const p of parts) {
+      assert.ok(Buffer.isBuffer(p.content));
+      assert.equal(p.fields.redelivered, true);
+      assert.equal(p.properties, whole.properties);
+    }
+  });
+
+  it('acks the whole once, after the last part, when every part was acked; a part settled twice counts once', () => {
+    const { settle, wholes } = three();
+    settle(2, 'ack');
+    settle(2, 'ack');
+    settle(0, 'ack');
+    assert.deepEqual(wholes, []);
+    settle(1, 'ack');
+    assert.deepEqual(wholes, ['ack']);
+    settle(1, 'requeue');
+    assert.deepEqual(wholes, ['ack']);
+  });
+
+  it('requeues the whole when a part was requeued and none rejected', () => {
+    const { settle, wholes } = three();
+    settle(0, 'ack');
+    settle(1, 'requeue');
+    settle(2, 'ack');
+    assert.deepEqual(wholes, ['requeue']);
+  });
+
+  it('dead-letters the whole when a part was rejected, whatever the others', () => {
+    const { settle, wholes } = three();
+    settle(0, 'requeue');
+    settle(1, 'reject');
+    settle(2, 'requeue');
+    assert.deepEqual(wholes, ['reject']);
+  });
+});
