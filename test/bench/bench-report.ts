@@ -18,6 +18,7 @@ export const SETUP = {
   echoFast: 'RabbitMQ round trip only (fast: classic queue, transient)',
   echoDurable: 'RabbitMQ round trip only (durable: quorum queue, persistent)',
   naiveSim: 'naive server, 1 simulated NPU (8 lanes)',
+  engine: 'engine alone (onnxruntime, no server, best setup)',
   floor: "the shape's floor (the mesh's hops, no work in them)",
 } as const;
 
@@ -84,6 +85,14 @@ export interface BenchData {
   tinySides?: SideRow[];
   /** Rounds of interleaved windows behind `tinySides`. */
   tinySidesRounds?: number;
+  /** resnet18: the mesh and the naive server at their sweeps' best concurrency and the engine alone at its best, windows interleaved. */
+  resnetSides?: SideRow[];
+  /** Rounds of interleaved windows behind `resnetSides`. */
+  resnetSidesRounds?: number;
+  /** Window of each side in `resnetSides`, ms. */
+  resnetSidesWindowMs?: number;
+  /** The engine alone's setup in `resnetSides`. */
+  resnetSidesEngine?: { tier: number; sessions: number; threads: number };
   /** The host's idle-wakeup penalty (host-wakeup.ts). */
   wakeup?: WakeupRow[];
 }
@@ -132,6 +141,28 @@ function tinyPeak(d: BenchData, setup: string): { inferPerSec: number; load: str
   return p ? { inferPerSec: p.inferPerSec, load: `c=${p.level}` } : undefined;
 }
 
+/**
+ * resnet18's best throughput for one setup (the engine alone included) and
+ * where it came: from the interleaved windows when the run has them, else
+ * from the setup's sweep or the engine's own run.
+ */
+function resnetPeak(d: BenchData, setup: string): { inferPerSec: number; load: string } | undefined {
+  const side = d.resnetSides?.find((r) => r.side === setup);
+  const e = d.resnetSidesEngine;
+  if (side) {
+    const load = setup === SETUP.engine && e ? engineSetup(e.tier, e.sessions) : side.load;
+    return { inferPerSec: side.inferPerSec, load };
+  }
+  if (setup === SETUP.engine) {
+    const best = engineBest(d, 'resnet18');
+    return best ? { inferPerSec: best.inferPerSec, load: engineSetup(best.tier, best.sessions) } : undefined;
+  }
+  const p = peak(d, 'resnet18', setup);
+  return p ? { inferPerSec: p.inferPerSec, load: `c=${p.level}` } : undefined;
+}
+
+const engineSetup = (tier: number, sessions: number) => `tier ${tier}, ${sessions} session(s)`;
+
 const interleaved = (d: BenchData) => (d.tinySides?.length ? ', windows interleaved' : '');
 
 /** The targets the mesh is held to, each with what this run measured. */
@@ -161,24 +192,24 @@ export function targets(d: BenchData): Target[] {
     ...(rt !== undefined ? { met: rt >= 0.5 } : {}),
     ...floorPeak(d, tn?.inferPerSec, 0.5),
   });
-  const m = peak(d, 'resnet18', SETUP.mesh);
-  const n = peak(d, 'resnet18', SETUP.naive);
+  const resnetInterleaved = d.resnetSides?.length ? ', windows interleaved' : '';
+  const m = resnetPeak(d, SETUP.mesh);
+  const n = resnetPeak(d, SETUP.naive);
   const r = div(m?.inferPerSec, n?.inferPerSec);
   out.push({
-    what: 'resnet18, peak: mesh / naive server',
+    what: `resnet18, peak: mesh / naive server${resnetInterleaved}`,
     ratio: r,
-    measured: `${num(m?.inferPerSec)} (c=${m?.level ?? '–'}) / ${num(n?.inferPerSec)} (c=${n?.level ?? '–'}) infer/s`,
+    measured: `${num(m?.inferPerSec)} (${m?.load ?? '–'}) / ${num(n?.inferPerSec)} (${n?.load ?? '–'}) infer/s`,
     target: '≥ 0.9×',
     ...(r !== undefined ? { met: r >= 0.9 } : {}),
     ...floorBudget(d, n?.inferPerSec, 0.9),
   });
-  const rm = peak(d, 'resnet18', SETUP.mesh);
-  const eb = engineBest(d, 'resnet18');
-  const re = div(rm?.inferPerSec, eb?.inferPerSec);
+  const eb = resnetPeak(d, SETUP.engine);
+  const re = div(m?.inferPerSec, eb?.inferPerSec);
   out.push({
-    what: 'resnet18, peak: mesh / engine alone (best)',
+    what: `resnet18, peak: mesh / engine alone (best)${resnetInterleaved}`,
     ratio: re,
-    measured: `${num(rm?.inferPerSec)} / ${num(eb?.inferPerSec)} infer/s (tier ${eb?.tier ?? '–'}, ${eb?.sessions ?? '–'} session(s))`,
+    measured: `${num(m?.inferPerSec)} / ${num(eb?.inferPerSec)} infer/s (${eb?.load ?? '–'})`,
     target: '≥ 0.8×',
     ...(re !== undefined ? { met: re >= 0.8 } : {}),
     ...floorBudget(d, eb?.inferPerSec, 0.8),
@@ -475,6 +506,29 @@ export function tinySidesSection(d: BenchData): string[] {
   ];
 }
 
+export function resnetSidesSection(d: BenchData): string[] {
+  const rows = d.resnetSides ?? [];
+  const e = d.resnetSidesEngine;
+  if (rows.length === 0 || !e) return [];
+  const ref = (setup: string) => rows.find((r) => r.side === setup)?.inferPerSec;
+  return [
+    '## resnet18 side by side: each at its best, windows interleaved',
+    '',
+    `The resnet18 targets are read here: the mesh and the naive server at the concurrency their sweeps peaked at, and the engine alone in its best setup (${engineSetup(e.tier, e.sessions)} × ${e.threads} thread(s)), ` +
+      `take turns in windows of ${d.resnetSidesWindowMs ?? '–'} ms, ${d.resnetSidesRounds ?? 0} round(s), each side first in every other round (\`side-by-side.ts\`), ` +
+      "so the host's drift between the sweeps and the engine's run stays out of the ratios. The engine runs in the benchmark's own process, so its CPU is not shown.",
+    '',
+    '| setup | load | infer/s | p50 ms | p99 ms | / naive | / engine alone | CPU ms per request, all processes | errors |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.side} | ${r.side === SETUP.engine ? engineSetup(e.tier, e.sessions) : r.load} | ${r.inferPerSec.toFixed(1)} | ` +
+        `${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${x(div(r.inferPerSec, ref(SETUP.naive)))} | ` +
+        `${x(div(r.inferPerSec, ref(SETUP.engine)))} | ${r.side === SETUP.engine ? '–' : r.cpuMsPerRequest.toFixed(2)} | ${r.errors} |`,
+    ),
+  ];
+}
+
 export function renderReport(d: BenchData, totalSeconds: number): string {
   const lines = [
     '# GE Mesh benchmark',
@@ -487,6 +541,8 @@ export function renderReport(d: BenchData, totalSeconds: number): string {
     ...targetsSection(targets(d)),
     '',
     ...tinySidesSection(d),
+    '',
+    ...resnetSidesSection(d),
     '',
     ...ratiosSection(d),
     '',

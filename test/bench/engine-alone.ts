@@ -5,6 +5,7 @@ import type { EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
 import { engineSpecOf } from '../support/engine-spec.js';
 import { DEMO_REPOSITORY } from '../support/mesh-harness.js';
 import { EngineLanes } from './engine-lanes.js';
+import type { Side } from './side-by-side.js';
 
 /**
  * The engine alone (the compute limit): onnxruntime with no server around
@@ -91,4 +92,30 @@ export async function measureEngine(name: string, budgetMs: number, log: (s: str
     const best = variants.reduce((a, b) => (b.inferPerSec > a.inferPerSec ? b : a));
     return { model: name, tier, ...best, variants };
   });
+}
+
+/**
+ * The engine alone as one side of an interleaved comparison (side-by-side.ts):
+ * `sessions` sessions on every core, each call one run of `tier`, as many
+ * calls in flight as sessions. Its CPU is this process's, so it is not metered.
+ */
+export async function engineSide(label: string, name: string, sessions: number, tier: number) {
+  const spec = await specOf(name);
+  const threads = Math.max(1, Math.floor(availableParallelism() / sessions));
+  const lanes = await EngineLanes.start(
+    Array.from({ length: sessions }, (_, stream) => ({ ...spec, stream, threads })),
+    'ort',
+  );
+  const inputs = inputsOf(name, tier);
+  const side: Side = {
+    label,
+    pids: [],
+    load: { kind: 'concurrency', concurrency: sessions },
+    rowsPerRequest: tier,
+    open: async () => ({
+      send: async () => (await lanes.run(tier, inputs)).size > 0,
+      close: async () => undefined,
+    }),
+  };
+  return { side, close: () => lanes.close() };
 }

@@ -14,6 +14,10 @@ export interface Side {
   readonly open: () => Promise<{ send: Send; close: () => Promise<void> }>;
   /** The side's own processes (RabbitMQ and Redis are metered with every side). */
   readonly pids: readonly number[];
+  /** The side's own load in every row, where sides peak at different loads (its row is named after it). */
+  readonly load?: Load;
+  /** Inferences one request carries (the engine alone runs a whole tier per call); 1 when absent. */
+  readonly rowsPerRequest?: number;
 }
 
 /** A server that speaks KServe v2 over HTTP (a mesh's gateway, a naive server, the shape's floor), fed binary tensors. */
@@ -66,11 +70,12 @@ export async function sideBySide(
 ): Promise<SideRow[]> {
   const shared = brokerAndRedisPids().map((p) => p.pid);
   const rows: SideRow[] = [];
-  const levels = loads.map(({ load }) => (load.kind === 'concurrency' ? load.concurrency : 1));
+  const levelOf = (load: Load) => (load.kind === 'concurrency' ? load.concurrency : 1);
+  const levels = loads.map(({ load }) => levelOf(load));
   if (o.warmupMs) {
     for (const side of sides) {
       const t = await side.open();
-      await warmUpAcross(t.send, levels, o.warmupMs);
+      await warmUpAcross(t.send, side.load ? [levelOf(side.load)] : levels, o.warmupMs);
       await t.close();
       o.log(`${side.label}: warmed up for ${o.warmupMs / 1000} s`);
     }
@@ -84,7 +89,8 @@ export async function sideBySide(
       // Each side goes first in every other round, so neither always runs on the heels of the other.
       for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
         const target = await side.open();
-        const mode = load.kind === 'rate' ? { ...load, distribution: 'constant' as const } : load;
+        const own = side.load ?? load;
+        const mode = own.kind === 'rate' ? { ...own, distribution: 'constant' as const } : own;
         const d = new LoadDriver(target.send, mode);
         d.start();
         await d.window(500);
@@ -99,13 +105,14 @@ export async function sideBySide(
         await target.close();
         const a = acc.get(side.label) ?? { lat: [], answered: 0, errors: 0, secs: 0, cpu: 0, counted: 0 };
         a.lat.push(...w.latenciesUs);
-        a.answered += w.requests - w.errors;
+        a.answered += (w.requests - w.errors) * (side.rowsPerRequest ?? 1);
         a.errors += w.errors;
         a.secs += o.windowMs / 1000;
         a.cpu += c1 - c0;
         a.counted += k1 - k0;
         acc.set(side.label, a);
-        o.log(`${name} round ${round + 1}/${o.rounds} ${side.label}: ${w.inferPerSec.toFixed(0)} infer/s`);
+        const perSec = w.inferPerSec * (side.rowsPerRequest ?? 1);
+        o.log(`${name} round ${round + 1}/${o.rounds} ${side.label}: ${perSec.toFixed(perSec < 100 ? 1 : 0)} infer/s`);
       }
     }
     for (const side of sides) {
@@ -113,7 +120,7 @@ export async function sideBySide(
       if (!a) continue;
       const sorted = Float64Array.from(a.lat).sort();
       rows.push({
-        load: name,
+        load: side.load ? loadName(side.load) : name,
         side: side.label,
         inferPerSec: a.answered / a.secs,
         p50Ms: percentile(sorted, 50) / 1000,
@@ -125,4 +132,8 @@ export async function sideBySide(
     }
   }
   return rows;
+}
+
+function loadName(load: Load): string {
+  return load.kind === 'concurrency' ? `c=${load.concurrency}` : `${load.perSec} req/s`;
 }

@@ -13,7 +13,9 @@
  *       work in them (shape-floor.ts), both models and tiny at the fixed rate;
  * then by simulation: the `ge` runtime in timing mode, the mesh on 1 (and 2)
  * simulated NPUs against a naive server on the same 8 streams of one, and the
- * mesh's scaling over 1, 2 and 4 simulated NPUs of a slow model. CPU and
+ * mesh's scaling over 1, 2 and 4 simulated NPUs of a slow model. The tiny
+ * and resnet18 targets come from windows interleaved between the setups
+ * (`--only sides` and `--only resnet-sides` run just those). CPU and
  * memory of every serving process (RabbitMQ and Redis included) per scenario.
  * Writes test/bench/results/REPORT.md (+ results.json and SVG plots).
  *
@@ -49,13 +51,14 @@ import {
   type BenchData,
   type RateRun,
   renderReport,
+  resnetSidesSection,
   SETUP,
   scenarioCpu,
   targets,
   tinySidesSection,
   writePlots,
 } from './bench-report.js';
-import { measureEngine } from './engine-alone.js';
+import { engineSide, measureEngine } from './engine-alone.js';
 import { type Proc, ScenarioMeter } from './host-processes.js';
 import { measureWakeup, wakeupSentence } from './host-wakeup.js';
 import { echoSend, type QueueMode, startEcho } from './messaging-echo.js';
@@ -97,6 +100,8 @@ const PLAN = {
   tiny: { levels: QUICK ? [1, 16] : [1, 4, 16, 64] },
   resnet18: { levels: QUICK ? [1, 8] : [1, 4, 16] },
 };
+/** resnet18's interleaved windows: a batch of 16 takes about half a second on this machine's two cores. */
+const RESNET_SIDES_WINDOW_MS = QUICK ? 3000 : 6000;
 /** The fixed-rate run that prices a request in CPU. */
 const RATE = { model: 'tiny', perSec: 1000 };
 /** Shaped like a large image encoder on one NPU: 8 streams, short runs. */
@@ -451,6 +456,65 @@ async function tinySideBySide(): Promise<void> {
   }
 }
 
+/**
+ * resnet18's peak ratios from interleaved windows: the mesh and the naive
+ * server, each at the concurrency its sweep peaked at, and the engine alone
+ * in its best setup (sessions and tier), take turns window by window, so the
+ * host's drift between the sweeps and the engine run stays out of the ratios.
+ */
+async function resnetSideBySide(): Promise<void> {
+  const name = 'resnet18';
+  const bestLevel = (setup: string) =>
+    [...(data.sweeps.find((s) => s.model === name && s.setup === setup)?.results ?? [])].sort(
+      (a, b) => b.inferPerSec - a.inferPerSec,
+    )[0]?.level;
+  // Without the sweeps (`--only resnet-sides`) both run at the plan's highest level.
+  const top = Math.max(...PLAN.resnet18.levels);
+  const meshC = bestLevel(SETUP.mesh) ?? top;
+  const naiveC = bestLevel(SETUP.naive) ?? top;
+  const engine = data.engine.filter((r) => r.model === name).sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
+  if (!engine) {
+    log('resnet18 side by side: not measured (the engine alone has no result)');
+    return;
+  }
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    log(
+      `resnet18 side by side: mesh at c=${meshC}, naive at c=${naiveC}, engine tier ${engine.tier} × ${engine.sessions}`,
+    );
+    const mesh = await startTestMesh({
+      workers: 1,
+      logLevel: 'warn',
+      models: [name],
+      flags: { worker: ['--models', name], batcher: ['--models', name] },
+    });
+    stops.push(() => mesh.teardown());
+    const naive = await startNaive(DEMO_REPOSITORY, name, 'ort');
+    stops.push(() => naive.stop());
+    const alone = await engineSide(SETUP.engine, name, engine.sessions, engine.tier);
+    stops.push(() => alone.close());
+    const concurrency = (c: number) => ({ kind: 'concurrency' as const, concurrency: c });
+    const sides: Side[] = [
+      { ...meshSide(SETUP.mesh, mesh, name), load: concurrency(meshC) },
+      { ...httpSide(SETUP.naive, naive.url, name, [naive.proc.pid]), load: concurrency(naiveC) },
+      alone.side,
+    ];
+    data.resnetSidesRounds = QUICK ? 1 : 4;
+    data.resnetSidesWindowMs = RESNET_SIDES_WINDOW_MS;
+    data.resnetSidesEngine = { tier: engine.tier, sessions: engine.sessions, threads: engine.threadsPerSession };
+    data.resnetSides = await sideBySide(sides, [{ name: 'best', load: concurrency(meshC) }], {
+      rounds: data.resnetSidesRounds,
+      windowMs: RESNET_SIDES_WINDOW_MS,
+      warmupMs: QUICK ? 2000 : 10_000,
+      log: (l) => log(`resnet18 side by side: ${l}`),
+    });
+  } catch (err) {
+    log(`resnet18 side by side: not measured (${(err as Error).message.split('\n')[0]})`);
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+}
+
 /** The simulated CN-CLIP-shaped NPU: a naive server on one device's 8 streams, then the mesh on 1 (and 2) devices. */
 async function clipSim(): Promise<void> {
   const repo = await writeSimRepository(CLIP_SIM);
@@ -659,6 +723,18 @@ if (values.only === 'tracing') {
   process.exit(0);
 }
 
+if (values.only === 'resnet-sides') {
+  data.engine.push(...(await measureEngine('resnet18', QUICK ? 400 : 2000, log)));
+  await resnetSideBySide();
+  process.stdout.write(
+    `${resnetSidesSection(data).join('\n')}\n\n${targets(data)
+      .slice(2, 4)
+      .map((t) => `${t.what}: ${t.ratio?.toFixed(2)}× (${t.measured})`)
+      .join('\n')}\n`,
+  );
+  process.exit(0);
+}
+
 if (values.only === 'sides') {
   data.wakeup = measureWakeup();
   await tinySideBySide();
@@ -681,6 +757,7 @@ data.tracing = await measureTracingOverhead({ levels: tracingLevels, rounds: QUI
 for (const mode of ['fast', 'durable'] as const) await messaging(mode);
 await shapeFloor();
 await tinySideBySide();
+await resnetSideBySide();
 await clipSim();
 await scaling();
 const timingSection = await timingModels();
