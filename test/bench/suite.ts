@@ -404,6 +404,22 @@ async function shapeFloor(): Promise<void> {
 }
 
 /**
+ * Runs a comparison that starts servers: each pushes its stop, and every stop
+ * runs afterwards, the last started first. A comparison that fails is logged
+ * as not measured; the rest of the run goes on.
+ */
+async function withStops(what: string, body: (stops: Array<() => Promise<void>>) => Promise<void>): Promise<void> {
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    await body(stops);
+  } catch (err) {
+    log(`${what}: not measured (${(err as Error).message.split('\n')[0]})`);
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+}
+
+/**
  * tiny at c=1, 16 and 64: the mesh, the bare round trip, the shape's floor and
  * the naive server all running, their windows interleaved. The tiny targets
  * are ratios between these setups (the c=1 one of latencies a millisecond or
@@ -411,8 +427,7 @@ async function shapeFloor(): Promise<void> {
  * host's drift in between.
  */
 async function tinySideBySide(): Promise<void> {
-  const stops: Array<() => Promise<void>> = [];
-  try {
+  await withStops('tiny side by side', async (stops) => {
     log('tiny side by side: starting the mesh, the echo, the floor and the naive server');
     const mesh = await startTestMesh({
       workers: 1,
@@ -449,11 +464,7 @@ async function tinySideBySide(): Promise<void> {
       warmupMs: QUICK ? 1500 : 6000,
       log: (l) => log(`tiny side by side: ${l}`),
     });
-  } catch (err) {
-    log(`tiny side by side: not measured (${(err as Error).message.split('\n')[0]})`);
-  } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  }
+  });
 }
 
 /**
@@ -477,8 +488,7 @@ async function resnetSideBySide(): Promise<void> {
     log('resnet18 side by side: not measured (the engine alone has no result)');
     return;
   }
-  const stops: Array<() => Promise<void>> = [];
-  try {
+  await withStops('resnet18 side by side', async (stops) => {
     log(
       `resnet18 side by side: mesh at c=${meshC}, naive at c=${naiveC}, engine tier ${engine.tier} × ${engine.sessions}`,
     );
@@ -508,11 +518,7 @@ async function resnetSideBySide(): Promise<void> {
       warmupMs: QUICK ? 2000 : 10_000,
       log: (l) => log(`resnet18 side by side: ${l}`),
     });
-  } catch (err) {
-    log(`resnet18 side by side: not measured (${(err as Error).message.split('\n')[0]})`);
-  } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  }
+  });
 }
 
 /** The simulated CN-CLIP-shaped NPU: a naive server on one device's 8 streams, then the mesh on 1 (and 2) devices. */
