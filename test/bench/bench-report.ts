@@ -491,7 +491,7 @@ export function tinySidesSection(d: BenchData): string[] {
   return [
     '## tiny side by side: c=1, 16 and 64, windows interleaved',
     '',
-    `The tiny targets are read here: the four setups run at once, idle but for the one measured, and at each load their windows of ${d.windowMs} ms alternate, ${d.tinySidesRounds ?? 0} round(s), each side first in every other round (\`side-by-side.ts\`). ` +
+    `The tiny targets are read here: the four setups run at once, idle but for the one measured, and their windows of ${d.windowMs} ms alternate, ${d.tinySidesRounds ?? 0} round(s), each round measuring every load and at each load every side, each side first in every other round (\`side-by-side.ts\`). ` +
       'Ratios of figures measured minutes apart, in separate sweeps, would carry the shared host’s drift in between. ' +
       "The bare round trip's client and echo run in the benchmark's own process beside the load generator, so its CPU is not shown.",
     '',

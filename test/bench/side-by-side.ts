@@ -3,9 +3,9 @@ import type { TestMesh } from '../support/mesh-harness.js';
 import { brokerAndRedisPids, cpuSeconds } from './process-metrics.js';
 
 /**
- * Servers measured side by side in one run: at each load, the windows
- * alternate between them round after round, so the noise of a shared machine
- * falls on every side alike and the ratios hold. CPU is every process of the
+ * Servers measured side by side in one run: each round measures every load,
+ * and at each load every side, window by window, so the noise of a shared
+ * machine falls on every side and every load alike and the ratios hold. CPU is every process of the
  * side plus RabbitMQ and Redis, per answered request.
  */
 export interface Side {
@@ -80,12 +80,13 @@ export async function sideBySide(
       o.log(`${side.label}: warmed up for ${o.warmupMs / 1000} s`);
     }
   }
-  for (const { name, load } of loads) {
-    const acc = new Map<
-      string,
-      { lat: number[]; answered: number; errors: number; secs: number; cpu: number; counted: number }
-    >();
-    for (let round = 0; round < o.rounds; round++) {
+  type Acc = { lat: number[]; answered: number; errors: number; secs: number; cpu: number; counted: number };
+  const acc = new Map<string, Acc>();
+  const key = (load: string, side: string) => `${load}\u0000${side}`;
+  // Rounds outermost: every load's windows spread over the whole comparison, so a load measured
+  // in a slow stretch of the host is not compared with another measured in a fast one.
+  for (let round = 0; round < o.rounds; round++) {
+    for (const { name, load } of round % 2 === 0 ? loads : [...loads].reverse()) {
       // Each side goes first in every other round, so neither always runs on the heels of the other.
       for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
         const target = await side.open();
@@ -103,20 +104,22 @@ export async function sideBySide(
         const k1 = o.count?.() ?? 0;
         await d.stop();
         await target.close();
-        const a = acc.get(side.label) ?? { lat: [], answered: 0, errors: 0, secs: 0, cpu: 0, counted: 0 };
+        const a = acc.get(key(name, side.label)) ?? { lat: [], answered: 0, errors: 0, secs: 0, cpu: 0, counted: 0 };
         a.lat.push(...w.latenciesUs);
         a.answered += (w.requests - w.errors) * (side.rowsPerRequest ?? 1);
         a.errors += w.errors;
         a.secs += o.windowMs / 1000;
         a.cpu += c1 - c0;
         a.counted += k1 - k0;
-        acc.set(side.label, a);
+        acc.set(key(name, side.label), a);
         const perSec = w.inferPerSec * (side.rowsPerRequest ?? 1);
         o.log(`${name} round ${round + 1}/${o.rounds} ${side.label}: ${perSec.toFixed(perSec < 100 ? 1 : 0)} infer/s`);
       }
     }
+  }
+  for (const { name } of loads) {
     for (const side of sides) {
-      const a = acc.get(side.label);
+      const a = acc.get(key(name, side.label));
       if (!a) continue;
       const sorted = Float64Array.from(a.lat).sort();
       rows.push({
