@@ -104,14 +104,16 @@ const num = (v: number | undefined, digits = 1) => (v === undefined || !Number.i
 function sweepOf(d: BenchData, model: string, setup: string): Sweep | undefined {
   return d.sweeps.find((s) => s.model === model && s.setup === setup);
 }
-function peak(d: BenchData, model: string, setup: string): LevelResult | undefined {
+/** A setup's best level in its sweep of `model`. */
+export function peak(d: BenchData, model: string, setup: string): LevelResult | undefined {
   return [...(sweepOf(d, model, setup)?.results ?? [])].sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
 }
 function at(d: BenchData, model: string, setup: string, level: number): LevelResult | undefined {
   return sweepOf(d, model, setup)?.results.find((r) => r.level === level);
 }
 const div = (a: number | undefined, b: number | undefined) => (a !== undefined && b ? a / b : undefined);
-const engineBest = (d: BenchData, model: string) =>
+/** The engine alone's best tier and setup for `model`. */
+export const engineBest = (d: BenchData, model: string) =>
   d.engine.filter((r) => r.model === model).sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
 
 const CLIP_P99_BOUND_US = 150_000;

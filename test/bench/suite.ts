@@ -49,6 +49,8 @@ import {
 } from '../support/mesh-harness.js';
 import {
   type BenchData,
+  engineBest,
+  peak,
   type RateRun,
   renderReport,
   resnetSidesSection,
@@ -403,6 +405,17 @@ async function shapeFloor(): Promise<void> {
   }
 }
 
+/** The mesh (one CPU worker) serving `model` alone. */
+function oneModelMesh(model: string, extra: { grpcPort?: number } = {}): Promise<TestMesh> {
+  return startTestMesh({
+    ...extra,
+    workers: 1,
+    logLevel: 'warn',
+    models: [model],
+    flags: { worker: ['--models', model], batcher: ['--models', model] },
+  });
+}
+
 /**
  * Runs a comparison that starts servers: each pushes its stop, and every stop
  * runs afterwards, the last started first. A comparison that fails is logged
@@ -429,12 +442,7 @@ async function withStops(what: string, body: (stops: Array<() => Promise<void>>)
 async function tinySideBySide(): Promise<void> {
   await withStops('tiny side by side', async (stops) => {
     log('tiny side by side: starting the mesh, the echo, the floor and the naive server');
-    const mesh = await startTestMesh({
-      workers: 1,
-      logLevel: 'warn',
-      models: ['tiny'],
-      flags: { worker: ['--models', 'tiny'], batcher: ['--models', 'tiny'] },
-    });
+    const mesh = await oneModelMesh('tiny');
     stops.push(() => mesh.teardown());
     const echo = await startEcho(RABBITMQ_URL, uniqueNamespace('bench-echo-sides'), 'fast');
     stops.push(() => echo.close());
@@ -475,15 +483,11 @@ async function tinySideBySide(): Promise<void> {
  */
 async function resnetSideBySide(): Promise<void> {
   const name = 'resnet18';
-  const bestLevel = (setup: string) =>
-    [...(data.sweeps.find((s) => s.model === name && s.setup === setup)?.results ?? [])].sort(
-      (a, b) => b.inferPerSec - a.inferPerSec,
-    )[0]?.level;
   // Without the sweeps (`--only resnet-sides`) both run at the plan's highest level.
   const top = Math.max(...PLAN.resnet18.levels);
-  const meshC = bestLevel(SETUP.mesh) ?? top;
-  const naiveC = bestLevel(SETUP.naive) ?? top;
-  const engine = data.engine.filter((r) => r.model === name).sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
+  const meshC = peak(data, name, SETUP.mesh)?.level ?? top;
+  const naiveC = peak(data, name, SETUP.naive)?.level ?? top;
+  const engine = engineBest(data, name);
   if (!engine) {
     log('resnet18 side by side: not measured (the engine alone has no result)');
     return;
@@ -492,12 +496,7 @@ async function resnetSideBySide(): Promise<void> {
     log(
       `resnet18 side by side: mesh at c=${meshC}, naive at c=${naiveC}, engine tier ${engine.tier} × ${engine.sessions}`,
     );
-    const mesh = await startTestMesh({
-      workers: 1,
-      logLevel: 'warn',
-      models: [name],
-      flags: { worker: ['--models', name], batcher: ['--models', name] },
-    });
+    const mesh = await oneModelMesh(name);
     stops.push(() => mesh.teardown());
     const naive = await startNaive(DEMO_REPOSITORY, name, 'ort');
     stops.push(() => naive.stop());
@@ -684,13 +683,7 @@ if (values.only === 'contended') {
 
 if (values.only === 'grpc') {
   const grpcPort = await freePort();
-  const mesh = await startTestMesh({
-    grpcPort,
-    workers: 1,
-    logLevel: 'warn',
-    models: ['tiny'],
-    flags: { worker: ['--models', 'tiny'], batcher: ['--models', 'tiny'] },
-  });
+  const mesh = await oneModelMesh('tiny', { grpcPort });
   // HTTP then gRPC on the same mesh at the same levels: the two ingresses side by side.
   const levels = QUICK ? [4] : [1, 16, 64];
   try {

@@ -46,19 +46,23 @@ describe('a delivery split into parts', () => {
     assert.deepEqual(wholes, ['ack']);
   });
 
-  it('requeues the whole when a part was requeued and none rejected', () => {
-    const { settle, wholes } = three();
-    settle(0, 'ack');
-    settle(1, 'requeue');
-    settle(2, 'ack');
-    assert.deepEqual(wholes, ['requeue']);
-  });
-
-  it('dead-letters the whole when a part was rejected, whatever the others', () => {
-    const { settle, wholes } = three();
-    settle(0, 'requeue');
-    settle(1, 'reject');
-    settle(2, 'requeue');
-    assert.deepEqual(wholes, ['reject']);
-  });
+  const outcomes: Array<{ what: string; hows: Settlement[]; whole: Settlement }> = [
+    {
+      what: 'requeues the whole when a part was requeued and none rejected',
+      hows: ['ack', 'requeue', 'ack'],
+      whole: 'requeue',
+    },
+    {
+      what: 'dead-letters the whole when a part was rejected, whatever the others',
+      hows: ['requeue', 'reject', 'requeue'],
+      whole: 'reject',
+    },
+  ];
+  for (const { what, hows, whole: expected } of outcomes) {
+    it(what, () => {
+      const { settle, wholes } = three();
+      hows.forEach((how, i) => settle(i, how));
+      assert.deepEqual(wholes, [expected]);
+    });
+  }
 });

@@ -117,21 +117,30 @@ export class DeadLetters {
     try {
       d = decode<InferRequestMessage | RequestBundleMessage>(msg.content);
     } catch (err) {
-      this.log.error({ err: (err as Error).message }, 'undecodable dead request dropped: nobody to answer');
+      this.dropped(err);
       return;
     }
     // A bundle's members are answered one by one: some may be batched already.
-    for (const body of isRequestBundle(d) ? d.requests : [msg.content]) {
-      let req: InferRequestMessage;
-      try {
-        req = decode<InferRequestMessage>(body);
-        if (typeof req.replyTo !== 'string' || typeof req.id !== 'string') throw new Error('not a request');
-      } catch (err) {
-        this.log.error({ err: (err as Error).message }, 'undecodable dead request dropped: nobody to answer');
-        continue;
-      }
-      await this.failOneRequest(req, reason);
+    const reqs = isRequestBundle(d)
+      ? d.requests.map((body) => this.readRequest(() => decode(body)))
+      : [this.readRequest(() => d)];
+    for (const req of reqs) if (req) await this.failOneRequest(req, reason);
+  }
+
+  /** A dead request as decoded, or undefined (logged) when it is not one: nobody to answer. */
+  private readRequest(read: () => unknown): InferRequestMessage | undefined {
+    try {
+      const req = read() as InferRequestMessage;
+      if (typeof req?.replyTo !== 'string' || typeof req.id !== 'string') throw new Error('not a request');
+      return req;
+    } catch (err) {
+      this.dropped(err);
+      return undefined;
     }
+  }
+
+  private dropped(err: unknown): void {
+    this.log.error({ err: (err as Error).message }, 'undecodable dead request dropped: nobody to answer');
   }
 
   private async failOneRequest(req: InferRequestMessage, reason: string): Promise<void> {
