@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { topology } from '@ge-mesh/broker';
+import { DEFAULT_DELIVERY_LIMIT, topology } from '@ge-mesh/broker';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import {
   type BatchMessage,
@@ -141,6 +141,27 @@ describe('mixed protocol versions are refused clearly', { timeout: 120_000 }, ()
     assert.ok(y && answered && !answered.error);
     assert.ok(toleranceRatio(outputY(answered), y.data, 1e-4, 1e-3) <= 1, 'outputs differ from the reference');
     assert.equal(seen('"msg":"undecodable dead request dropped: nobody to answer"'), dropped + 1);
+  });
+
+  it('a dead-lettered request, and each member of a dead-lettered bundle, is answered POISON_INPUT once', async () => {
+    const topo = topology(mesh.namespace, DURABILITY);
+    // As the broker dead-letters a message from a request queue (what the worker reads of it).
+    const deadFrom = { 'x-first-death-queue': topo.requests('tiny'), 'x-first-death-reason': 'delivery_limit' };
+    const single = producer.request('tiny');
+    const { members, correlationId, body } = bundleOf(2);
+    await producer.publish(topo.deadLetterQueue, single.body, deadFrom);
+    await producer.publish(topo.deadLetterQueue, body, deadFrom);
+    const ids = [single.id, ...members.map((m) => m.id)];
+    await producer.waitAll(ids, 30_000);
+    await new Promise((r) => setTimeout(r, 300));
+    for (const id of ids) {
+      assert.equal(producer.count(id), 1);
+      assert.deepEqual(producer.replies.find((r) => r.id === id)?.error, {
+        code: 'POISON_INPUT',
+        message: `the request carrying this request was dead-lettered after the delivery limit of ${DEFAULT_DELIVERY_LIMIT} redeliveries: every worker that ran it crashed or gave it back`,
+      });
+    }
+    assert.equal(producer.count(correlationId), 0);
   });
 
   it('a batch of another version is dead-lettered and its members answered PROTOCOL_MISMATCH once', async () => {

@@ -149,10 +149,13 @@ export class RawProducer {
   }
 
   /** Publish any body to a queue of the mesh and wait for the broker's confirm. */
-  publish(queue: string, body: Buffer): Promise<void> {
+  publish(queue: string, body: Buffer, headers?: Record<string, string>): Promise<void> {
     return new Promise<void>((resolve, reject) =>
-      this.ch.sendToQueue(queue, body, { persistent: DURABILITY === 'durable' }, (err) =>
-        err ? reject(err) : resolve(),
+      this.ch.sendToQueue(
+        queue,
+        body,
+        { persistent: DURABILITY === 'durable', ...(headers ? { headers } : {}) },
+        (err) => (err ? reject(err) : resolve()),
       ),
     );
   }
