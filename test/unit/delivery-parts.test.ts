@@ -61,7 +61,7 @@ describe('a delivery split into parts', () => {
   for (const { what, hows, whole: expected } of outcomes) {
     it(what, () => {
       const { settle, wholes } = three();
-      hows.forEach((how, i) => settle(i, how));
+      for (const [i, how] of hows.entries()) settle(i, how);
       assert.deepEqual(wholes, [expected]);
     });
   }
