@@ -7,6 +7,7 @@ import type { ModelIndexEntry, ModelReadyState, ModelStates } from '../../servic
 import { InferPipeline } from '../../services/gateway/src/pipeline/infer-pipeline.js';
 import { MeshQueries } from '../../services/gateway/src/pipeline/queries.js';
 import { InferenceStats } from '../../services/gateway/src/stats/inference-stats.js';
+import { RawHttpConnection } from '../support/raw-http.js';
 
 /**
  * The routes that depend on model readiness, through a ModelStates with
@@ -167,5 +168,35 @@ describe('gateway routes over model states', () => {
       'parameters',
       'statistics',
     ]);
+  });
+
+  it('a body over the limit gets its 413 while the client is still sending, and the connection stays usable', async () => {
+    const a = await app();
+    await a.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const port = (a.server.address() as { port: number }).port;
+      const c = await RawHttpConnection.open(port);
+      const length = (1 << 20) + 1;
+      await c.write(
+        `POST /v2/models/m/infer HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n\r\n`,
+      );
+      await c.write(Buffer.alloc(1024, 32));
+      // The answer comes from content-length alone, before the rest of the body is sent.
+      const tooLarge = await c.answer();
+      assert.deepEqual(
+        [tooLarge.status, JSON.parse(tooLarge.body)],
+        [413, { error: `request body is larger than the limit of ${1 << 20} bytes` }],
+      );
+      assert.equal(tooLarge.headers.connection, 'keep-alive');
+      // The rest of the body goes through (the gateway reads it away) and the next request is answered.
+      await c.write(Buffer.alloc(length - 1024, 32));
+      await c.write('GET /v2/health/live HTTP/1.1\r\nhost: x\r\n\r\n');
+      const live = await c.answer();
+      assert.equal(live.status, 200);
+      assert.equal(c.error, undefined);
+      c.destroy();
+    } finally {
+      await a.close();
+    }
   });
 });

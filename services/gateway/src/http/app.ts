@@ -8,6 +8,7 @@ import { answerError } from '../pipeline/error-answer.js';
 import type { InferPipeline } from '../pipeline/infer-pipeline.js';
 import type { MeshQueries } from '../pipeline/queries.js';
 import { compress, decodeBody, parseHeaderLength, responseCompression } from './encoding.js';
+import { lingerOverLimitBody } from './over-limit-body.js';
 
 export interface AppDeps {
   pipeline: InferPipeline;
@@ -246,8 +247,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (wrongMethod) return sendError(reply, new MeshError('METHOD_NOT_ALLOWED', TRITON_MESSAGES.methodNotAllowed));
     return sendError(reply, new MeshError('NOT_FOUND', TRITON_MESSAGES.notFound));
   });
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      // The client is likely still sending: read the rest away rather than close under it.
+      reply.header('connection', reply.raw.shouldKeepAlive ? 'keep-alive' : 'close');
+      lingerOverLimitBody(req.raw);
       return sendError(
         reply,
         new MeshError('PAYLOAD_TOO_LARGE', `request body is larger than the limit of ${deps.maxBodyBytes} bytes`),
