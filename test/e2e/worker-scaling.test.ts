@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { DEFAULT_DELIVERY_LIMIT, topology } from '@ge-mesh/broker';
 import { demoModel, sampleInputs } from '@ge-mesh/demo-models';
 import { decodeResponses, encode, type InferResponseMessage, isErrorCode } from '@ge-mesh/protocol';
-import { type WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
+import { ModelKeys, type WorkerInfo, WorkerRegistry } from '@ge-mesh/store';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { Redis } from 'ioredis';
 import { tinyRequest } from '../support/batcher-fixtures.js';
@@ -322,6 +322,10 @@ describe('workers at scale: leases, spread, kill -9, drain, poison', { timeout: 
     const w = (await registry.liveWorkers()).find((x) => x.pid === pid);
     assert.ok(w);
     // The kill -9 before this test returns its victim's batches: let those redeliveries land first.
+    // Every batch formed so far is finished (none in flight that has not lapsed), and then no new
+    // redelivery shows for 1.5 s.
+    const inFlight = new ModelKeys(mesh.namespace).inFlightKey('tiny');
+    await waitFor('every batch finished', async () => (await redis.zcount(inFlight, Date.now(), '+inf')) === 0, 60_000);
     const redeliveries = () => mesh.lines.filter((l) => l.includes('"msg":"redelivered batch"')).length;
     for (let seen = -1, i = 0; seen !== redeliveries() && i < 10; i++) {
       seen = redeliveries();
