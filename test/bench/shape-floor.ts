@@ -36,6 +36,7 @@ import amqp, { type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { Redis } from 'ioredis';
 import { pack, unpack } from 'msgpackr';
 import { encodeInferResponse } from '../../services/gateway/src/infer/index.js';
+import { movableCopy } from '../../services/worker/src/lane-messages.js';
 import { DEMO_REPOSITORY, freePort, RABBITMQ_URL, REDIS_URL } from '../support/mesh-harness.js';
 import type { Proc } from './host-processes.js';
 import { modelMetadataJson } from './model-metadata.js';
@@ -206,7 +207,9 @@ async function worker(prefix: string, modelName: string): Promise<void> {
   const run = (batch: Buffer) =>
     new Promise<Array<{ replyTo: string; body: Uint8Array }>>((resolve) => {
       pending.set(++seq, resolve);
-      lane.postMessage({ seq, batch });
+      // Copied once and moved, as the mesh's worker does (movableCopy).
+      const moved = movableCopy(batch);
+      lane.postMessage({ seq, batch: moved }, [moved.buffer as ArrayBuffer]);
     });
   const q = queues(prefix);
   const redis = redisWithScripts();

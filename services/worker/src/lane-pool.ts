@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { EngineModelSpec } from '@ge-mesh/runtime';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { LaneStages, ReplyGroup, StoredRequests } from './execute-batch.js';
-import type { LaneRequest, LaneResponse } from './lane-messages.js';
+import { type LaneRequest, type LaneResponse, runRequest } from './lane-messages.js';
 
 const LANE_ENTRY = new URL('./lane-entry.mjs', import.meta.url);
 
@@ -145,9 +145,9 @@ export class LanePool {
         resolve(r);
       };
       this.pending.set(seq, { lane: lane.index, resolve: done, reject });
-      // Stored requests are copied to the lane (structured clone): a few hundred µs for
-      // megabytes, and no buffer the Redis client may still hold is handed away.
-      lane.worker.postMessage({ type: 'run', seq, batch, ...(stored ? { stored } : {}) } satisfies LaneRequest);
+      // Copied once and moved, not cloned (runRequest says why); no buffer the broker or the
+      // Redis client may still hold is handed away.
+      lane.worker.postMessage(...runRequest(seq, batch, stored));
     });
   }
 
