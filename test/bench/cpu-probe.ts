@@ -11,7 +11,7 @@
  *
  * Writes test/bench/results/cpu-probe.{md,json}.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
@@ -138,6 +138,7 @@ const lines = [
   `The machine was idle ${(idleShare * 100).toFixed(1)} % of the window (all cores).`,
 ];
 const md = `${lines.join('\n')}\n`;
+await mkdir(values.out, { recursive: true });
 await writeFile(join(values.out, 'cpu-probe.md'), md);
 await writeFile(
   join(values.out, 'cpu-probe.json'),
