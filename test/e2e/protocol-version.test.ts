@@ -44,6 +44,23 @@ describe('mixed protocol versions are refused clearly', { timeout: 120_000 }, ()
   const mismatch = (v: number, what: string) =>
     `a ${what} of protocol version ${v} reached a service of version ${PROTOCOL_VERSION}: run one version of GE Mesh per namespace (finish the upgrade, or give the new version its own --namespace)`;
 
+  const DEAD_REQUEST_DROPPED = '"msg":"undecodable dead request dropped: nobody to answer"';
+  /** How many service log lines carry each text so far. */
+  const logged = (texts: readonly string[]) => texts.map((t) => mesh.lines.filter((l) => l.includes(t)).length);
+  /**
+   * Lines of each text logged since `before` (counted before publishing, since the services may log
+   * them before the test reads its answers), once every text has one or 10 s have passed, plus a
+   * 300 ms quiet window in which a second one would show.
+   */
+  const loggedSince = async (texts: readonly string[], before: readonly number[]): Promise<number[]> => {
+    const grown = () => logged(texts).map((n, i) => n - (before[i] ?? 0));
+    for (let i = 0; i < 100 && grown().some((n) => n === 0); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    return grown();
+  };
+
   it('a request of another version is answered PROTOCOL_MISMATCH once; its neighbours are answered', async () => {
     const old = await producer.send('tiny', { version: PROTOCOL_VERSION - 1 });
     const ok = await producer.send('tiny', { seed: 11 });
@@ -125,15 +142,10 @@ describe('mixed protocol versions are refused clearly', { timeout: 120_000 }, ()
       replyTo: producer.replyQueue,
       requests: [Buffer.from('not msgpack \xc1'), good.body],
     };
-    const seen = (text: string) => mesh.lines.filter((l) => l.includes(text)).length;
-    // Counted before publishing: the dead letter may be dropped before the good member's answer is read.
-    const dropped = seen('"msg":"undecodable dead request dropped: nobody to answer"');
+    const before = logged([DEAD_REQUEST_DROPPED]);
     await producer.publish(topology(mesh.namespace, DURABILITY).requests('tiny'), encode(bundle));
     await producer.waitAll([good.id], 30_000);
-    for (let i = 0; i < 100 && seen('"msg":"undecodable dead request dropped: nobody to answer"') === dropped; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await new Promise((r) => setTimeout(r, 300));
+    const dropped = await loggedSince([DEAD_REQUEST_DROPPED], before);
     // The dead letter answers none of it again: the batched member's claim says it was taken.
     assert.equal(producer.count(good.id), 1);
     assert.equal(producer.count(correlationId), 0);
@@ -141,7 +153,7 @@ describe('mixed protocol versions are refused clearly', { timeout: 120_000 }, ()
     const y = (await ref.run('tiny', sampleInputs(demoModel('tiny'), 1, 30))).y;
     assert.ok(y && answered && !answered.error);
     assert.ok(toleranceRatio(outputY(answered), y.data, 1e-4, 1e-3) <= 1, 'outputs differ from the reference');
-    assert.equal(seen('"msg":"undecodable dead request dropped: nobody to answer"'), dropped + 1);
+    assert.deepEqual(dropped, [1]);
   });
 
   it('a dead-lettered request, and each member of a dead-lettered bundle, is answered POISON_INPUT once', async () => {
@@ -194,20 +206,14 @@ describe('mixed protocol versions are refused clearly', { timeout: 120_000 }, ()
     const lines = [
       '"msg":"undecodable request dead-lettered"',
       '"msg":"undecodable batch dead-lettered"',
-      '"msg":"undecodable dead request dropped: nobody to answer"',
+      DEAD_REQUEST_DROPPED,
       '"msg":"undecodable dead batch dropped: nobody to answer"',
     ];
-    const seen = (text: string) => mesh.lines.filter((l) => l.includes(text)).length;
-    // Counted before publishing: an earlier case logs some of these lines too.
-    const before = lines.map(seen);
+    // An earlier case logs some of these lines too: only this case's count.
+    const before = logged(lines);
     await producer.publish(topo.requests('tiny'), Buffer.from('not msgpack \xc1'));
     await producer.publish(topo.batches('tiny'), encode({ v: PROTOCOL_VERSION, hello: 'world' }));
-    const grown = () => lines.map((l, i) => seen(l) - (before[i] ?? 0));
-    for (let i = 0; i < 100 && grown().some((n) => n === 0); i++) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await new Promise((r) => setTimeout(r, 300));
-    assert.deepEqual(grown(), [1, 1, 1, 1]);
+    assert.deepEqual(await loggedSince(lines, before), [1, 1, 1, 1]);
     const ok = await producer.send('tiny', { seed: 5 });
     await producer.waitAll([ok.id], 30_000);
     assert.equal(producer.replies.find((r) => r.id === ok.id)?.error, undefined);

@@ -32,10 +32,7 @@ describe('lane run requests', () => {
       ],
     );
     // The moved copies are gone from the sender; its own bytes and the pool are intact.
-    assert.equal(
-      transfer.every((b) => b.byteLength === 0),
-      true,
-    );
+    assert.ok(transfer.every((b) => b.byteLength === 0));
     assert.equal(batch.byteLength, 300_000);
     assert.equal(batch[0], 7);
     assert.deepEqual([...small], [1, 2, 3, 4, 5]);
