@@ -27,18 +27,22 @@ describe('split deliveries', () => {
     await broker.close();
   });
 
-  it('acks a delivery when all its parts are acked, and requeues it whole otherwise', async () => {
+  it('acks a delivery when all its parts are acked, and requeues it whole otherwise, a rejected part beside a requeued one included', async () => {
     const setup = await broker.channel();
     await setup.assertQueue(queue, { durable: false, arguments: { 'x-queue-type': 'classic' } });
-    for (const body of ['x', 'y', 'z']) setup.sendToQueue(queue, Buffer.from(body));
+    for (const body of ['w', 'x', 'y', 'z']) setup.sendToQueue(queue, Buffer.from(body));
     await setup.close();
     const ch = await broker.channel(10);
     const got: ConsumeMessage[] = [];
     await broker.consume(ch, queue, (m) => got.push(m), { coalesceAcks: true });
-    for (let i = 0; i < 200 && got.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
-    const [x, y, z] = got.map((m) => broker.split(m, [Buffer.from('1'), Buffer.from('2'), Buffer.from('3')]));
-    assert.ok(x && y && z);
-    // x: every part acked, one twice. y: one part requeued. z: one part never settled.
+    for (let i = 0; i < 200 && got.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    const [w, x, y, z] = got.map((m) => broker.split(m, [Buffer.from('1'), Buffer.from('2'), Buffer.from('3')]));
+    assert.ok(w && x && y && z);
+    // w: one part rejected, one requeued (the queue has no dead-letter exchange: a rejected whole would be
+    // gone). x: every part acked, one twice. y: one part requeued. z: one part never settled.
+    broker.settle(w[0] as ConsumeMessage, 'reject');
+    broker.settle(w[1] as ConsumeMessage, 'requeue');
+    broker.settle(w[2] as ConsumeMessage, 'ack');
     for (const i of [2, 0, 1, 1]) assert.equal(broker.settle(x[i] as ConsumeMessage, 'ack'), true);
     broker.settle(y[0] as ConsumeMessage, 'ack');
     broker.settle(y[1] as ConsumeMessage, 'requeue');
@@ -51,10 +55,10 @@ describe('split deliveries', () => {
     const again = await broker.channel(10);
     const back: ConsumeMessage[] = [];
     await again.consume(queue, (m) => m && back.push(m), { noAck: true });
-    for (let i = 0; i < 50 && back.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 50 && back.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));
     await again.close();
-    assert.deepEqual(back.map((m) => m.content.toString()).sort(), ['y', 'z']);
+    assert.deepEqual(back.map((m) => m.content.toString()).sort(), ['w', 'y', 'z']);
     for (const m of back) assert.equal(m.fields.redelivered, true);
   });
 });

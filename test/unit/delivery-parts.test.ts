@@ -53,9 +53,20 @@ describe('a delivery split into parts', () => {
       whole: 'requeue',
     },
     {
-      what: 'dead-letters the whole when a part was rejected, whatever the others',
-      hows: ['requeue', 'reject', 'requeue'],
+      what: 'dead-letters the whole when a part was rejected and none requeued',
+      hows: ['ack', 'reject', 'ack'],
       whole: 'reject',
+    },
+    {
+      // The requeued part is a good request that met a passing fault: dead-lettering would answer it as poison.
+      what: 'requeues the whole when one part was rejected and another requeued, in either order',
+      hows: ['reject', 'ack', 'requeue'],
+      whole: 'requeue',
+    },
+    {
+      what: 'requeues the whole when a requeued part comes before a rejected one',
+      hows: ['requeue', 'reject', 'ack'],
+      whole: 'requeue',
     },
   ];
   for (const { what, hows, whole: expected } of outcomes) {

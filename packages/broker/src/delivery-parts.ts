@@ -6,9 +6,13 @@ export type Settlement = 'ack' | 'requeue' | 'reject';
  * One delivery that carries several messages (a bundle), each consumed and
  * settled as if it were a delivery of its own. The delivery itself is
  * settled once every part is: acked when all parts were acked, else
- * dead-lettered when one was rejected, else requeued. A requeued bundle
- * comes back whole and marked redelivered, so its consumer must drop the
- * parts it already handled (the batcher's claims in Redis do).
+ * requeued when one was requeued, else dead-lettered. Requeue wins over
+ * reject because a requeued part is a request that is fine and only met a
+ * passing fault: dead-lettering the whole would answer it as poison. The
+ * rejected part comes back with the rest and is rejected again, and the
+ * whole is dead-lettered once no part asks for another try. A requeued
+ * bundle comes back whole and marked redelivered, so its consumer must drop
+ * the parts it already handled (the batcher's claims in Redis do).
  */
 export class DeliveryParts {
   private left: number;
@@ -26,8 +30,8 @@ export class DeliveryParts {
   settle(part: ConsumeMessage, how: Settlement): boolean {
     if (this.settled.has(part)) return true;
     this.settled.add(part);
-    if (how === 'reject') this.outcome = 'reject';
-    else if (how === 'requeue' && this.outcome === 'ack') this.outcome = 'requeue';
+    if (how === 'requeue') this.outcome = 'requeue';
+    else if (how === 'reject' && this.outcome === 'ack') this.outcome = 'reject';
     this.left--;
     return this.left > 0 || this.settleWhole(this.outcome);
   }
