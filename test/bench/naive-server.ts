@@ -16,15 +16,10 @@ import { loadModel } from '@ge-mesh/model-repository';
 import { elementCount } from '@ge-mesh/protocol';
 import type { EngineModelSpec, EngineTensor } from '@ge-mesh/runtime';
 import { createOrtEngine } from '@ge-mesh/runtime-ort';
-import {
-  encodeInferResponse,
-  errorBody,
-  errorStatus,
-  parseInferBody,
-  validateInfer,
-} from '../../services/gateway/src/infer/index.js';
+import { encodeInferResponse, parseInferBody, validateInfer } from '../../services/gateway/src/infer/index.js';
 import { placeModel } from '../../services/worker/src/lane-plan.js';
 import { engineSpecOf } from '../support/engine-spec.js';
+import { errorBody, errorStatus } from '../support/triton-error-body.js';
 import { EngineLanes } from './engine-lanes.js';
 import { modelMetadataJson } from './model-metadata.js';
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseModelConfig, type Repository, type RepositoryModel } from '@ge-mesh/model-repository';
 import { MeshError } from '@ge-mesh/protocol';
 import { AuthConfigError, Authorizer, parseApiKeys } from '../../services/gateway/src/auth.js';
-import { RepositoryModelStates } from '../../services/gateway/src/model-states.js';
+import { RepositoryModelStates } from '../support/repository-model-states.js';
 
 /** API keys: parsing, startup validation, and the 401 / 403 / public-model rules. */
 function repo(extra: Record<string, string> = {}): RepositoryModelStates {

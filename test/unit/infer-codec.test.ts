@@ -5,8 +5,6 @@ import { createPrng } from '@ge-mesh/onnx/prng';
 import { type DataType, ERRORS, type ErrorCode, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import {
   encodeInferResponse,
-  errorBody,
-  errorStatus,
   formatCFixed6,
   formatJsonDouble,
   parseInferBody,
@@ -14,6 +12,7 @@ import {
   validateInfer,
 } from '../../services/gateway/src/infer/index.js';
 import { modelConfig, tensorConfig } from '../support/model-config-fixtures.js';
+import { errorBody, errorStatus } from '../support/triton-error-body.js';
 
 // ---------- helpers ----------
 

@@ -3,7 +3,6 @@
  *
  *   body ──parseInferBody (REST) / parseInferObject (AMQP)──► ParsedInfer ──validateInfer(config)──► ValidatedInfer ──► broker
  *   worker outputs ──encodeInferResponse──► { body, contentType, headerLength? } ──► HTTP
- *   any error ──errorBody / errorStatus──► {"error": message} with its HTTP status
  *
  * Errors are MeshError with a stable code from @ge-mesh/protocol's ERRORS
  * table and Triton's own message text (see messages.ts for the few cases
@@ -12,7 +11,6 @@
 
 export { formatCFixed6 } from './classification.js';
 export { encodeInferResponse, selectOutputs } from './encode-response.js';
-export { errorBody, errorStatus } from './error-body.js';
 export { type ParseOptions, parseInferBody, parseInferObject } from './parse-body.js';
 export { formatJsonDouble } from './tensor-to-json.js';
 export type {
