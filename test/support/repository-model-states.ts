@@ -1,6 +1,10 @@
-import { relative } from 'node:path';
 import type { ConfigError, Repository, RepositoryModel } from '@ge-mesh/model-repository';
-import type { ModelIndexEntry, ModelReadyState, ModelStates } from '../../services/gateway/src/model-states.js';
+import {
+  configErrorReason,
+  type ModelIndexEntry,
+  type ModelReadyState,
+  type ModelStates,
+} from '../../services/gateway/src/model-states.js';
 
 /**
  * Model states read off a repository alone, for tests of the gateway's routes
@@ -51,10 +55,7 @@ export class RepositoryModelStates implements ModelStates {
     return rows;
   }
 
-  // `<file>:<line>:<col>: <detail>` with the file relative to the repository.
   private reasonOf(err: ConfigError): string {
-    const file = relative(this.repository.dir, err.file);
-    const at = err.line !== undefined ? `:${err.line}:${err.column}` : '';
-    return `${file}${at}: ${err.detail}`;
+    return configErrorReason(this.repository.dir, err);
   }
 }

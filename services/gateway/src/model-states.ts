@@ -1,4 +1,5 @@
-import type { RepositoryModel } from '@ge-mesh/model-repository';
+import { relative } from 'node:path';
+import type { ConfigError, RepositoryModel } from '@ge-mesh/model-repository';
 
 /** Triton's model version states, as the repository index names them. */
 export type ModelReadyState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
@@ -35,4 +36,11 @@ export interface ModelStates {
   allReady(): boolean;
   /** The repository index, sorted by name then version; `readyOnly` keeps READY rows only. */
   index(readyOnly: boolean): ModelIndexEntry[];
+}
+
+/** Why a model's config did not load, as `<file>:<line>:<col>: <detail>` with the file relative to the repository (no server path leaks out). */
+export function configErrorReason(repositoryDir: string, err: ConfigError): string {
+  const file = relative(repositoryDir, err.file);
+  const at = err.line !== undefined ? `:${err.line}:${err.column}` : '';
+  return `${file}${at}: ${err.detail}`;
 }

@@ -1,8 +1,7 @@
-import { relative } from 'node:path';
 import type { ConfigError, Repository, RepositoryModel } from '@ge-mesh/model-repository';
 import { CoalescedPasses, type ModelControl, type WorkerInfo, type WorkerRegistry } from '@ge-mesh/store';
 import type { Logger } from '@ge-mesh/telemetry';
-import type { ModelIndexEntry, ModelReadyState, ModelStates } from './model-states.js';
+import { configErrorReason, type ModelIndexEntry, type ModelReadyState, type ModelStates } from './model-states.js';
 
 /** How often the registry is re-read besides its change notifications (a dead worker sends none). */
 const REFRESH_MS = 500;
@@ -276,11 +275,8 @@ export class WorkerModelStates implements ModelStates {
     return rows;
   }
 
-  // `<file>:<line>:<col>: <detail>` with the file relative to the repository.
   private reasonOf(err: ConfigError): string {
-    const file = relative(this.repository.dir, err.file);
-    const at = err.line !== undefined ? `:${err.line}:${err.column}` : '';
-    return `${file}${at}: ${err.detail}`;
+    return configErrorReason(this.repository.dir, err);
   }
 
   async close(): Promise<void> {
