@@ -467,12 +467,14 @@ function sweepsSection(d: BenchData): string[] {
 }
 
 function usageSection(d: BenchData): string[] {
+  // The default run's one mesh serves every model swept on it, from one worker.
+  const shared = [...new Set(d.sweeps.filter((s) => s.setup === SETUP.mesh).map((s) => s.model))];
   const out = [
     '## Memory and CPU per process',
     '',
     'Every process that serves a scenario, RabbitMQ and Redis included where the scenario uses them; the load generator (the benchmark process, which also hosts the messaging echo) is left out. ' +
       "RSS is the highest VmRSS sampled every 250 ms during the scenario; VmHWM is the process's peak since it started. CPU is user + system time from /proc over the whole scenario (each level's first, unmeasured window included; not the warm-up before the first level), per request answered in it. " +
-      "The scenarios 'mesh tiny', 'mesh resnet18', 'mesh tiny, gRPC' and 'mesh tiny at 1000 req/s' run on one mesh whose worker serves tiny and resnet18 together, so that worker's RSS is mostly resnet18's sessions in every one of them; the durable mesh's worker serves tiny alone.",
+      `The scenarios named 'mesh <model>' (gRPC and the fixed rate included) run on one mesh whose worker serves ${shared.join(' and ')} together, so that worker's RSS is theirs together in every one of them; the durable mesh's worker serves tiny alone.`,
     '',
     '| scenario | process | RSS MiB (scenario peak) | VmHWM MiB | cores | CPU ms per request | CPU ms per request, all processes |',
     '|---|---|---|---|---|---|---|',

@@ -1,4 +1,4 @@
-import type { ConfigError, Repository, RepositoryModel } from '@ge-mesh/model-repository';
+import type { Repository, RepositoryModel } from '@ge-mesh/model-repository';
 import {
   configErrorReason,
   type ModelIndexEntry,
@@ -50,12 +50,12 @@ export class RepositoryModelStates implements ModelStates {
       }
       if (readyOnly) continue;
       const err = this.repository.errors.get(name);
-      rows.push({ name, state: 'UNAVAILABLE', ...(err ? { reason: this.reasonOf(err) } : {}) });
+      rows.push({
+        name,
+        state: 'UNAVAILABLE',
+        ...(err ? { reason: configErrorReason(this.repository.dir, err) } : {}),
+      });
     }
     return rows;
-  }
-
-  private reasonOf(err: ConfigError): string {
-    return configErrorReason(this.repository.dir, err);
   }
 }

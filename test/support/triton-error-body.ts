@@ -1,6 +1,6 @@
 import { MeshError } from '@ge-mesh/protocol';
 
-/** Triton's error body (the gateway answers through pipeline/error-answer.ts; this is the baseline servers'): `{"error":"<message>"}`. */
+/** Triton's error body, `{"error":"<message>"}`, for the baseline servers (the gateway answers through pipeline/error-answer.ts). */
 export function errorBody(err: unknown): Buffer {
   const message = err instanceof Error ? err.message : String(err);
   return Buffer.from(JSON.stringify({ error: message }), 'utf8');

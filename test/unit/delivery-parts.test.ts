@@ -59,7 +59,7 @@ describe('a delivery split into parts', () => {
     },
     {
       // The requeued part is a good request that met a passing fault: dead-lettering would answer it as poison.
-      what: 'requeues the whole when one part was rejected and another requeued, in either order',
+      what: 'requeues the whole when a rejected part comes before a requeued one',
       hows: ['reject', 'ack', 'requeue'],
       whole: 'requeue',
     },
