@@ -1,3 +1,5 @@
+import { type IngressNames, ingressNames } from '@ge-mesh/protocol';
+
 /**
  * Names of everything GE Mesh declares on the broker, all under one namespace
  * so several meshes (and parallel tests) share one RabbitMQ without touching
@@ -14,6 +16,9 @@
  *
  *   <ns>.replies.<id>       worker → gateway   (exclusive, per gateway process)
  *   <ns>.dlx / <ns>.dead    dead letters of both modes
+ *   <ns>.infer, <ns>.infer.requests
+ *                           the public AMQP ingress (quorum; its names are the
+ *                           contract in @ge-mesh/protocol's ingress.ts)
  *
  * Fast: a process crash loses nothing (requests stay unacked until the next
  * hop confirmed), a broker crash turns the requests it held into timeouts.
@@ -35,6 +40,8 @@ export interface Topology {
   workQueues(model: string): string[];
   readonly deadLetterExchange: string;
   readonly deadLetterQueue: string;
+  /** The public AMQP ingress producers publish to. */
+  readonly ingress: IngressNames;
 }
 
 export function topology(namespace: string, durability: Durability = 'fast'): Topology {
@@ -54,6 +61,7 @@ export function topology(namespace: string, durability: Durability = 'fast'): To
       DURABILITIES.flatMap((d) => [`${prefix(d)}.requests.${model}`, `${prefix(d)}.batches.${model}`]),
     deadLetterExchange: `${namespace}.dlx`,
     deadLetterQueue: `${namespace}.dead`,
+    ingress: ingressNames(namespace),
   });
 }
 

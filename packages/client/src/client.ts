@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import amqp, { type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 import {
   AUTHORIZATION_HEADER,
   DIRECT_REPLY_TO,
@@ -11,7 +10,8 @@ import {
   ingressNames,
   isErrorReply,
   MSGPACK_CONTENT_TYPE,
-} from './wire.js';
+} from '@ge-mesh/protocol';
+import amqp, { type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 
 export interface MeshClientOptions {
   /** RabbitMQ URL; default amqp://guest:guest@127.0.0.1:5672. */

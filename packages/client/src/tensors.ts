@@ -1,4 +1,11 @@
-import type { Datatype, IngressOutput, IngressTensor } from './wire.js';
+import {
+  type DataType,
+  elementSize,
+  type IngressOutput,
+  type IngressTensor,
+  packBytesElements,
+  splitBytesElements,
+} from '@ge-mesh/protocol';
 
 type Numeric =
   | Float32Array
@@ -15,57 +22,27 @@ type Numeric =
 /** Values a tensor can be built from: a typed array of the datatype, strings for BYTES, booleans for BOOL. */
 export type TensorValues = Numeric | readonly string[] | readonly Uint8Array[] | readonly boolean[];
 
-const SIZES: Record<Exclude<Datatype, 'BYTES'>, number> = {
-  BOOL: 1,
-  UINT8: 1,
-  INT8: 1,
-  UINT16: 2,
-  INT16: 2,
-  FP16: 2,
-  BF16: 2,
-  UINT32: 4,
-  INT32: 4,
-  FP32: 4,
-  UINT64: 8,
-  INT64: 8,
-  FP64: 8,
-};
-
 /**
  * Builds an input tensor. Typed arrays are sent as their bytes (FP16/BF16:
  * pass a Uint16Array of the raw half-precision bits); BYTES takes strings or
  * byte arrays and gets its length prefixes here; BOOL takes booleans or a
  * Uint8Array of 0/1.
  */
-export function tensor(name: string, datatype: Datatype, shape: number[], values: TensorValues): IngressTensor {
+export function tensor(name: string, datatype: DataType, shape: number[], values: TensorValues): IngressTensor {
   return { name, datatype, shape, data: toBytes(datatype, values) };
 }
 
-/** BYTES elements as the wire carries them: each one's length (u32, little-endian), then its bytes. */
-export function packBytesElements(items: readonly Uint8Array[]): Buffer {
-  const out = Buffer.allocUnsafe(items.reduce((n, b) => n + 4 + b.length, 0));
-  let pos = 0;
-  for (const b of items) {
-    out.writeUInt32LE(b.length, pos);
-    out.set(b, pos + 4);
-    pos += 4 + b.length;
-  }
-  return out;
-}
-
-function toBytes(datatype: Datatype, values: TensorValues): Uint8Array {
+function toBytes(datatype: DataType, values: TensorValues): Uint8Array {
   if (datatype === 'BYTES') {
-    return packBytesElements(
-      (values as readonly (string | Uint8Array)[]).map((v) => (typeof v === 'string' ? Buffer.from(v, 'utf8') : v)),
-    );
+    return packBytesElements(values as readonly (string | Uint8Array)[]);
   }
   if (Array.isArray(values)) {
     if (datatype !== 'BOOL') throw new TypeError(`${datatype} values must be a typed array`);
     return Uint8Array.from(values as boolean[], (b) => (b ? 1 : 0));
   }
   const v = values as Numeric;
-  if (v.BYTES_PER_ELEMENT !== SIZES[datatype]) {
-    throw new TypeError(`${datatype} takes ${SIZES[datatype]}-byte elements, got a ${v.constructor.name}`);
+  if (v.BYTES_PER_ELEMENT !== elementSize(datatype)) {
+    throw new TypeError(`${datatype} takes ${elementSize(datatype)}-byte elements, got a ${v.constructor.name}`);
   }
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
@@ -108,15 +85,7 @@ export function valuesOf(output: IngressOutput): Numeric {
 
 /** The elements of a BYTES output. */
 export function bytesOf(output: IngressOutput): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  const d = output.data;
-  const dv = new DataView(d.buffer, d.byteOffset, d.byteLength);
-  for (let pos = 0; pos + 4 <= d.length; ) {
-    const n = dv.getUint32(pos, true);
-    out.push(d.subarray(pos + 4, pos + 4 + n));
-    pos += 4 + n;
-  }
-  return out;
+  return splitBytesElements(output.data);
 }
 
 /** The elements of a BYTES output, read as UTF-8. */

@@ -3,12 +3,12 @@ import {
   AUTHORIZATION_HEADER,
   decodeMessage,
   encodeMessage,
+  type IngressNames,
   type IngressReply,
   type IngressReplyOk,
-  ingressNames,
+  MeshError,
   MSGPACK_CONTENT_TYPE,
-} from '@ge-mesh/client';
-import { MeshError } from '@ge-mesh/protocol';
+} from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
 import { parseInferObject, selectOutputs } from '../infer/index.js';
@@ -28,7 +28,7 @@ export interface AmqpIngressDeps {
 }
 
 /**
- * The public AMQP ingress (see @ge-mesh/client's wire.ts for the contract):
+ * The public AMQP ingress (see @ge-mesh/protocol's ingress.ts for the contract):
  * consumes `<ns>.infer.requests`, runs each request through the same checks
  * as REST (auth, limits, parsing and validation against the model config,
  * Triton's error texts and codes) and answers to the message's `reply_to`
@@ -49,13 +49,13 @@ export class AmqpIngress {
   private replyCh?: ConfirmChannel;
   private tag?: string;
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly names: ReturnType<typeof ingressNames>;
+  private readonly names: IngressNames;
   /** Messages acked without an answer (no usable reply_to). */
   unanswerable = 0;
   private stopped = false;
 
   constructor(private readonly deps: AmqpIngressDeps) {
-    this.names = ingressNames(deps.broker.topology.namespace);
+    this.names = deps.broker.topology.ingress;
   }
 
   get queue(): string {

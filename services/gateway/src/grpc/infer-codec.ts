@@ -1,5 +1,11 @@
-import { packBytesElements } from '@ge-mesh/client';
-import { type DataType, isDataType, MeshError, type ParameterValue, type WireTensor } from '@ge-mesh/protocol';
+import {
+  type DataType,
+  isDataType,
+  MeshError,
+  type ParameterValue,
+  packBytesElements,
+  type WireTensor,
+} from '@ge-mesh/protocol';
 import type { ParsedInfer, ParsedOutput } from '../infer/index.js';
 import { MSG, requestPrefix } from '../infer/messages.js';
 

@@ -1,4 +1,4 @@
-import { type DataType, elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
+import { type DataType, elementSize, MeshError, packBytesElements, type WireTensor } from '@ge-mesh/protocol';
 import { MSG } from './messages.js';
 import { typedView } from './tensor-to-json.js';
 import type { ClassificationRequest } from './types.js';
@@ -35,7 +35,7 @@ export function classify(t: WireTensor, req: ClassificationRequest, labels: read
     name: t.name,
     datatype: 'BYTES',
     shape: batch > 0 ? [batch, k] : [k],
-    data: encodeStrings(strings),
+    data: packBytesElements(strings),
   };
 }
 
@@ -114,17 +114,4 @@ export function formatCFixed6(x: number): string {
   }
   const digits = q.toString().padStart(7, '0');
   return `${sign}${digits.slice(0, -6)}.${digits.slice(-6)}`;
-}
-
-function encodeStrings(strings: readonly string[]): Uint8Array {
-  let total = 0;
-  for (const s of strings) total += 4 + Buffer.byteLength(s, 'utf8');
-  const out = Buffer.allocUnsafe(total);
-  let pos = 0;
-  for (const s of strings) {
-    const n = out.write(s, pos + 4, 'utf8');
-    out.writeUInt32LE(n, pos);
-    pos += 4 + n;
-  }
-  return out;
 }

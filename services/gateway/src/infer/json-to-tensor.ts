@@ -1,4 +1,4 @@
-import { type DataType, MeshError } from '@ge-mesh/protocol';
+import { type DataType, MeshError, packBytesElements } from '@ge-mesh/protocol';
 import { NAN_SENTINEL } from './lenient-json.js';
 import { JSON_TYPE, MAX_JSON_NESTING_DEPTH, MSG } from './messages.js';
 
@@ -188,34 +188,17 @@ function intError(v: unknown, dt: DataType, input: string): MeshError {
  * model (as Triton does), where the message can name it.
  */
 export function jsonToBytes(data: unknown[]): Uint8Array {
-  const total = bytesSize(data, 0);
-  const out = Buffer.allocUnsafe(total);
-  const end = writeBytes(data, out, 0);
-  return end === total ? out : out.subarray(0, end);
+  const strings: string[] = [];
+  flattenStrings(data, 0, strings);
+  return packBytesElements(strings);
 }
 
-function bytesSize(node: unknown[], depth: number): number {
+function flattenStrings(node: unknown[], depth: number, out: string[]): void {
   if (depth + 1 >= MAX_JSON_NESTING_DEPTH && node.length > 0) throw new MeshError('BAD_JSON', MSG.nestingDepth());
-  let size = 0;
   for (let i = 0, len = node.length; i < len; i++) {
     const v = node[i];
-    if (typeof v === 'string') size += 4 + Buffer.byteLength(v, 'utf8');
-    else if (Array.isArray(v)) size += bytesSize(v, depth + 1);
+    if (typeof v === 'string') out.push(v);
+    else if (Array.isArray(v)) flattenStrings(v, depth + 1, out);
     else throw new MeshError('BAD_JSON', MSG.jsonBytesArray(JSON_TYPE.string));
   }
-  return size;
-}
-
-function writeBytes(node: unknown[], out: Buffer, pos: number): number {
-  for (let i = 0, len = node.length; i < len; i++) {
-    const v = node[i];
-    if (typeof v === 'string') {
-      const n = out.write(v, pos + 4, 'utf8');
-      out.writeUInt32LE(n, pos);
-      pos += 4 + n;
-    } else {
-      pos = writeBytes(v as unknown[], out, pos);
-    }
-  }
-  return pos;
 }

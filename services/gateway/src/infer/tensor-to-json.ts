@@ -1,5 +1,4 @@
-import { elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
-import { decodeBytesElements } from './bytes-elements.js';
+import { decodeBytesElements, elementSize, MeshError, type WireTensor } from '@ge-mesh/protocol';
 import { MSG } from './messages.js';
 
 type TypedCtor<T> = {

@@ -7,8 +7,16 @@ import {
   rowDimsOf,
   type TensorConfig,
 } from '@ge-mesh/model-repository';
-import { type DataType, elementSize, MeshError, TRITON_MESSAGES, type WireTensor } from '@ge-mesh/protocol';
-import { type BytesLayoutError, checkBytesLayout } from './bytes-elements.js';
+import {
+  type BytesLayoutError,
+  checkBytesLayout,
+  type DataType,
+  elementSize,
+  MeshError,
+  packBytesElements,
+  TRITON_MESSAGES,
+  type WireTensor,
+} from '@ge-mesh/protocol';
 import { dimsToString, MSG, requestPrefix } from './messages.js';
 import type { ParsedInfer, RequestedOutput, ValidatedInfer } from './types.js';
 
@@ -216,10 +224,7 @@ function rawInput(raw: Uint8Array, config: ModelConfig, prefix: string): WireTen
     if (dynamicAxis !== -1 || count !== 1)
       throw new MeshError('INVALID_ARGUMENT', prefix + MSG.rawBytesShape(cfg.name));
     // The body is the one element; it gets its length prefix here.
-    const data = Buffer.allocUnsafe(4 + raw.length);
-    data.writeUInt32LE(raw.length, 0);
-    data.set(raw, 4);
-    return { name: cfg.name, datatype: cfg.dataType, shape, data };
+    return { name: cfg.name, datatype: cfg.dataType, shape, data: packBytesElements([raw]) };
   }
   if (dynamicAxis !== -1) {
     shape[dynamicAxis] = count === 0 ? 0 : Math.floor(raw.length / count / elementSize(cfg.dataType));

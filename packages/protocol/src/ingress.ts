@@ -1,9 +1,11 @@
 import { Packr } from 'msgpackr';
+import type { DataType } from './datatypes.js';
+import type { ParameterValue } from './messages.js';
 
 /**
  * GE Mesh's public AMQP ingress: the names, and the msgpack messages producers
  * send and receive. This is a public contract (documented in the README under
- * "HTTP and AMQP API"); the gateway implements it, this package uses it.
+ * "HTTP and AMQP API"); the gateway implements it, @ge-mesh/client uses it.
  *
  *   producer ──publish──► exchange `<ns>.infer` (fanout; routing key: the model name, informative)
  *                            └─► queue `<ns>.infer.requests` (quorum, durable) ──► gateway
@@ -35,28 +37,10 @@ export function ingressNames(namespace: string): IngressNames {
   return { exchange: `${namespace}.infer`, queue: `${namespace}.infer.requests` };
 }
 
-export type Datatype =
-  | 'BOOL'
-  | 'UINT8'
-  | 'UINT16'
-  | 'UINT32'
-  | 'UINT64'
-  | 'INT8'
-  | 'INT16'
-  | 'INT32'
-  | 'INT64'
-  | 'FP16'
-  | 'BF16'
-  | 'FP32'
-  | 'FP64'
-  | 'BYTES';
-
-export type ParameterValue = string | number | boolean;
-
 /** One input tensor. */
 export interface IngressTensor {
   name: string;
-  datatype: Datatype;
+  datatype: DataType;
   shape: number[];
   /**
    * Raw little-endian bytes, row-major (msgpack bin). BYTES: each element is a
@@ -88,7 +72,7 @@ export interface IngressRequest {
 
 export interface IngressOutput {
   name: string;
-  datatype: Datatype;
+  datatype: DataType;
   shape: number[];
   data: Uint8Array;
 }

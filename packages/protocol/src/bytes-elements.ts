@@ -1,7 +1,39 @@
 /**
  * The BYTES tensor layout: each element is a uint32 little-endian length
- * followed by that many bytes, elements back to back.
+ * followed by that many bytes, elements back to back. Every writer and reader
+ * of it (gateway codecs, the AMQP client) uses these.
  */
+
+/** Packs BYTES elements; strings are written as UTF-8 in place, with no buffer of their own. */
+export function packBytesElements(items: readonly (string | Uint8Array)[]): Buffer {
+  let total = 0;
+  for (const v of items) total += 4 + (typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : v.length);
+  const out = Buffer.allocUnsafe(total);
+  let pos = 0;
+  for (const v of items) {
+    let n: number;
+    if (typeof v === 'string') n = out.write(v, pos + 4, 'utf8');
+    else {
+      out.set(v, pos + 4);
+      n = v.length;
+    }
+    out.writeUInt32LE(n, pos);
+    pos += 4 + n;
+  }
+  return pos === total ? out : out.subarray(0, pos);
+}
+
+/** The elements of a BYTES buffer, as views on it (a partial element at the end is left out). */
+export function splitBytesElements(data: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let pos = 0; pos + 4 <= data.length; ) {
+    const n = readU32LE(data, pos);
+    if (pos + 4 + n > data.length) break;
+    out.push(data.subarray(pos + 4, pos + 4 + n));
+    pos += 4 + n;
+  }
+  return out;
+}
 
 export function readU32LE(b: Uint8Array, at: number): number {
   return (
