@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   AUTHORIZATION_HEADER,
+  AwaitedReplies,
   DIRECT_REPLY_TO,
   decodeMessage,
   encodeMessage,
@@ -42,12 +43,6 @@ export class MeshClientError extends Error {
   }
 }
 
-interface Waiter {
-  resolve: (r: IngressReplyOk) => void;
-  reject: (e: Error) => void;
-  timer: NodeJS.Timeout;
-}
-
 /**
  * A producer of inference requests over AMQP: publishes to the mesh's public
  * ingress with publisher confirms and matches each reply to its request by
@@ -55,7 +50,9 @@ interface Waiter {
  * concurrently.
  */
 export class MeshClient {
-  private readonly waiting = new Map<string, Waiter>();
+  private readonly waiting = new AwaitedReplies<IngressReplyOk>(
+    (ms) => new MeshClientError(`no reply within ${ms} ms`, 'TIMEOUT', 504),
+  );
   private closed = false;
 
   private constructor(
@@ -92,7 +89,7 @@ export class MeshClient {
         timeoutMs: options.timeoutMs ?? 60_000,
       });
       await channel.consume(replyTo, (msg) => client.onReply(msg), { noAck: true });
-      connection.on('close', () => client.failAll(new Error('connection to RabbitMQ closed')));
+      connection.on('close', () => client.waiting.rejectAll(new Error('connection to RabbitMQ closed')));
       connection.on('error', () => undefined);
       return client;
     } catch (err) {
@@ -109,14 +106,9 @@ export class MeshClient {
   infer(request: IngressRequest, opts: { timeoutMs?: number } = {}): Promise<IngressReplyOk> {
     if (this.closed) return Promise.reject(new Error('client is closed'));
     const correlationId = randomUUID();
-    const timeoutMs = opts.timeoutMs ?? this.options.timeoutMs;
-    return new Promise<IngressReplyOk>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(correlationId);
-        reject(new MeshClientError(`no reply within ${timeoutMs} ms`, 'TIMEOUT', 504));
-      }, timeoutMs);
-      this.waiting.set(correlationId, { resolve, reject, timer });
-      const headers = this.options.apiKey ? { [AUTHORIZATION_HEADER]: `Bearer ${this.options.apiKey}` } : undefined;
+    const reply = this.waiting.wait(correlationId, opts.timeoutMs ?? this.options.timeoutMs);
+    const headers = this.options.apiKey ? { [AUTHORIZATION_HEADER]: `Bearer ${this.options.apiKey}` } : undefined;
+    try {
       this.channel.publish(
         this.exchange,
         request.model,
@@ -128,15 +120,19 @@ export class MeshClient {
           ...(headers ? { headers } : {}),
         },
         (err) => {
-          if (err) this.settle(correlationId, undefined, new Error('the broker did not accept the request'));
+          if (err) this.waiting.reject(correlationId, new Error('the broker did not accept the request'));
         },
       );
-    });
+    } catch (err) {
+      // A closed channel throws at once: the call fails now, not at its timeout.
+      this.waiting.reject(correlationId, err as Error);
+    }
+    return reply;
   }
 
   private onReply(msg: ConsumeMessage | null): void {
     if (msg === null) {
-      this.failAll(new Error('reply consumer cancelled by the broker'));
+      this.waiting.rejectAll(new Error('reply consumer cancelled by the broker'));
       return;
     }
     const id = msg.properties.correlationId as string | undefined;
@@ -145,24 +141,11 @@ export class MeshClient {
     try {
       reply = decodeMessage(msg.content) as IngressReply;
     } catch {
-      this.settle(id, undefined, new Error('undecodable reply'));
+      this.waiting.reject(id, new Error('undecodable reply'));
       return;
     }
-    if (isErrorReply(reply)) this.settle(id, undefined, new MeshClientError(reply.error, reply.code, reply.status));
-    else this.settle(id, reply);
-  }
-
-  private settle(id: string, reply?: IngressReplyOk, err?: Error): void {
-    const w = this.waiting.get(id);
-    if (!w) return;
-    this.waiting.delete(id);
-    clearTimeout(w.timer);
-    if (err) w.reject(err);
-    else w.resolve(reply as IngressReplyOk);
-  }
-
-  private failAll(err: Error): void {
-    for (const id of [...this.waiting.keys()]) this.settle(id, undefined, err);
+    if (isErrorReply(reply)) this.waiting.reject(id, new MeshClientError(reply.error, reply.code, reply.status));
+    else this.waiting.resolve(id, reply);
   }
 
   /** Requests still waiting for their reply. */
@@ -173,7 +156,7 @@ export class MeshClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.failAll(new Error('client closed'));
+    this.waiting.rejectAll(new Error('client closed'));
     await this.connection.close().catch(() => undefined);
   }
 }

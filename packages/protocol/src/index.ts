@@ -1,3 +1,4 @@
+export * from './awaited-replies.js';
 export * from './bytes-elements.js';
 export * from './datatypes.js';
 export * from './errors.js';

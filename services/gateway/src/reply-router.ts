@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Broker, Channel } from '@ge-mesh/broker';
-import { bundledIds, decodeResponses, type InferResponseMessage, versionMismatch } from '@ge-mesh/protocol';
+import {
+  AwaitedReplies,
+  bundledIds,
+  decodeResponses,
+  type InferResponseMessage,
+  versionMismatch,
+} from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
-
-interface Waiter {
-  resolve: (r: InferResponseMessage | null) => void;
-  timer: NodeJS.Timeout;
-}
 
 /**
  * The gateway's own reply queue: every response for a request this process
@@ -14,7 +15,7 @@ interface Waiter {
  * one waits for (a late or duplicate answer) is counted and dropped.
  */
 export class ReplyRouter {
-  private readonly waiting = new Map<string, Waiter>();
+  private readonly waiting = new AwaitedReplies<InferResponseMessage | null>(() => null);
   readonly queue: string;
   duplicates = 0;
   /** Sees every decoded reply, including late and duplicate ones (for statistics). */
@@ -78,33 +79,16 @@ export class ReplyRouter {
 
   private resolve(res: InferResponseMessage): void {
     const id = res.correlationId;
-    const w = typeof id === 'string' ? this.waiting.get(id) : undefined;
-    if (!w) {
-      this.duplicates++;
-      return;
-    }
-    this.waiting.delete(id);
-    clearTimeout(w.timer);
-    w.resolve(res);
+    if (typeof id !== 'string' || !this.waiting.resolve(id, res)) this.duplicates++;
   }
 
   /** Resolves with the reply, or null when none came before `timeoutMs`. */
   wait(correlationId: string, timeoutMs: number): Promise<InferResponseMessage | null> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(correlationId);
-        resolve(null);
-      }, timeoutMs);
-      this.waiting.set(correlationId, { resolve, timer });
-    });
+    return this.waiting.wait(correlationId, timeoutMs);
   }
 
   cancel(correlationId: string): void {
-    const w = this.waiting.get(correlationId);
-    if (w) {
-      clearTimeout(w.timer);
-      this.waiting.delete(correlationId);
-    }
+    this.waiting.cancel(correlationId);
   }
 
   get pendingCount(): number {
