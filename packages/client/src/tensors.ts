@@ -1,5 +1,6 @@
 import {
   type DataType,
+  decodeBytesElements,
   elementSize,
   type IngressOutput,
   type IngressTensor,
@@ -90,7 +91,7 @@ export function bytesOf(output: IngressOutput): Uint8Array[] {
 
 /** The elements of a BYTES output, read as UTF-8. */
 export function stringsOf(output: IngressOutput): string[] {
-  return bytesOf(output).map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8'));
+  return decodeBytesElements(output.data);
 }
 
 type Ctor<T> = { new (b: ArrayBufferLike, o: number, n: number): T; readonly BYTES_PER_ELEMENT: number };

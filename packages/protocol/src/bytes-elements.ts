@@ -70,20 +70,16 @@ export function checkBytesLayout(data: Uint8Array, expected: number): BytesLayou
 }
 
 /**
- * The first `count` elements as strings (UTF-8; invalid sequences become
- * U+FFFD), or null when the buffer ends before them.
+ * The elements as strings (UTF-8; invalid sequences become U+FFFD): the
+ * first `count`, or null when the buffer ends before them; every whole
+ * element without `count`.
  */
-export function decodeBytesElements(data: Uint8Array, count: number): string[] | null {
-  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const out = new Array<string>(count);
-  let pos = 0;
-  for (let i = 0; i < count; i++) {
-    if (pos + 4 > buf.length) return null;
-    const len = readU32LE(buf, pos);
-    pos += 4;
-    if (pos + len > buf.length) return null;
-    out[i] = buf.toString('utf8', pos, pos + len);
-    pos += len;
-  }
-  return out;
+export function decodeBytesElements(data: Uint8Array, count: number): string[] | null;
+export function decodeBytesElements(data: Uint8Array): string[];
+export function decodeBytesElements(data: Uint8Array, count?: number): string[] | null {
+  const parts = splitBytesElements(data);
+  if (count !== undefined && parts.length < count) return null;
+  return (count === undefined ? parts : parts.slice(0, count)).map((p) =>
+    Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('utf8'),
+  );
 }
