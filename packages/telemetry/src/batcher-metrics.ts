@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { collectProcessMetrics } from './process-metrics.js';
 
 /** What a model's batcher holds and has not batched yet, read when scraped. */
 export interface PendingSnapshot {
@@ -75,7 +76,7 @@ export class BatcherMetrics {
         }
       },
     });
-    collectDefaultMetrics({ register: registry, prefix: 'gemesh_batcher_' });
+    collectProcessMetrics(registry, 'gemesh_batcher_');
   }
 
   /** Creates a model's series at zero, so a dashboard shows the tiers before traffic. */

@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from './process-metrics.js';
 
 /** Why a request failed, as Triton labels `nv_inference_request_failure`. */
 export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
@@ -129,7 +130,7 @@ export class InferenceMetrics {
       registers,
     });
     if (options.processMetricsPrefix !== undefined) {
-      collectDefaultMetrics({ register: this.registry, prefix: options.processMetricsPrefix });
+      collectProcessMetrics(this.registry, options.processMetricsPrefix);
     }
   }
 

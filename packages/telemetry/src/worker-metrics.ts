@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { collectProcessMetrics } from './process-metrics.js';
 
 /** Lanes a worker runs for one model on one device, read when scraped. */
 export interface LaneCount {
@@ -84,7 +85,7 @@ export class WorkerMetrics {
       registers,
     });
     for (const kind of ['batch', 'request']) this.deadLetters.inc({ kind, reason: 'rejected' }, 0);
-    collectDefaultMetrics({ register: registry, prefix: 'gemesh_worker_' });
+    collectProcessMetrics(registry, 'gemesh_worker_');
   }
 
   /** One batch ran at `tier` on `device`, holding its lane `laneMs`. */
