@@ -6,7 +6,11 @@
  * throughput and CPU per request (every mesh process, RabbitMQ and Redis).
  *
  *   git worktree add /tmp/base <rev> && (cd /tmp/base && pnpm install --offline)
- *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--model tiny] [--rounds 3] [--window 3000]
+ *   node --import tsx test/bench/compare-revisions.ts --base /tmp/base [--model tiny] [--rounds 3] [--window 3000] [--warmup 10000]
+ *
+ * Each side gets `--warmup` ms of load first, unmeasured, across the loads (the benchmark's rule):
+ * at c=1 a mesh keeps compiling hot code for tens of seconds, and without it the first rounds
+ * compare JIT warm-up rather than code.
  *
  * `--base-node-args="--some-v8-flag"` starts the base side's services with extra node flags, and
  * `--base-env="GEMESH_X=1 GEMESH_Y=2"` with extra environment; with `--base .` either compares two
@@ -30,6 +34,7 @@ const { values } = parseArgs({
     model: { type: 'string', default: 'tiny' },
     rounds: { type: 'string', default: '3' },
     window: { type: 'string', default: '3000' },
+    warmup: { type: 'string', default: '10000' },
     /** V8/node flags for the base side only (appended, so they override the launcher's): an A/B of flags on one tree. */
     'base-node-args': { type: 'string', default: '' },
     /** Environment for the base side only (`K=V` pairs, space-separated): an A/B of settings on one tree. */
@@ -97,7 +102,7 @@ const LOADS: Array<{ name: string; load: Load }> =
 
 let rows: SideRow[] = [];
 try {
-  rows = await sideBySide(sides, LOADS, { rounds: ROUNDS, windowMs: WINDOW_MS, log });
+  rows = await sideBySide(sides, LOADS, { rounds: ROUNDS, windowMs: WINDOW_MS, warmupMs: Number(values.warmup), log });
 } finally {
   for (const mesh of Object.values(meshes)) await mesh.teardown();
 }
@@ -117,7 +122,7 @@ const lines = [
   '',
   `before: ${revisionOf(resolve(values.base))}${baseNodeArgs.length || Object.keys(baseEnv).length ? ` with ${[...baseNodeArgs, ...Object.entries(baseEnv).map(([k, v]) => `${k}=${v}`)].join(' ')}` : ''}; after: ${revisionOf(ROOT)}.`,
   '',
-  `${ROUNDS} rounds of ${WINDOW_MS} ms per load and side; CPU = every mesh process + RabbitMQ + Redis.`,
+  `${ROUNDS} rounds of ${WINDOW_MS} ms per load and side, after ${Number(values.warmup) / 1000} s of warm-up each; CPU = every mesh process + RabbitMQ + Redis.`,
   '',
   '| load | side | infer/s | p50 ms | p99 ms | CPU ms / request | errors |',
   '|---|---|---|---|---|---|---|',
