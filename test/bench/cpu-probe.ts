@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
 import { httpTarget, LoadDriver } from '@ge-mesh/loadgen';
 import { startTestMesh } from '../support/mesh-harness.js';
-import type { Proc } from './host-processes.js';
+import { type Proc, serviceProcs } from './host-processes.js';
 import { brokerAndRedisPids, cpuSeconds, machineTicks, type ThreadUsage, threadUsage } from './process-metrics.js';
 import { startShapeFloor } from './shape-floor.js';
 
@@ -144,11 +144,7 @@ const mesh = await startTestMesh({
 });
 let meshProbe: Probe;
 try {
-  meshProbe = await probe(
-    'mesh',
-    mesh.url,
-    mesh.services.map((s) => ({ name: s.name, pid: s.child.pid ?? 0 })),
-  );
+  meshProbe = await probe('mesh', mesh.url, serviceProcs(mesh));
 } finally {
   await mesh.teardown();
 }
@@ -177,15 +173,19 @@ function table(title: string, p: Probe): string[] {
 /** The process a row belongs to, named alike on both sides (`floor gateway` and `gateway`, `worker-0` and `floor worker`). */
 const role = (name: string) => name.replace(/^floor /, '').replace(/-\d+$/, '');
 function comparison(f: Probe, m: Probe): string[] {
-  const byRole = (p: Probe, key: (r: Row) => number) => {
+  /** `key` summed over `rows` by process. */
+  const byRole = (rows: readonly Row[], key: (r: Row) => number) => {
     const sums = new Map<string, number>();
-    for (const r of p.rows) sums.set(role(r.process), (sums.get(role(r.process)) ?? 0) + key(r));
+    for (const r of rows) sums.set(role(r.process), (sums.get(role(r.process)) ?? 0) + key(r));
     return sums;
   };
-  const [fc, mc] = [byRole(f, (r) => r.cpuUsPerRequest), byRole(m, (r) => r.cpuUsPerRequest)];
-  const main = (p: Probe) =>
-    byRole({ ...p, rows: p.rows.filter((r) => r.thread === 'main') }, (r) => r.voluntaryPerRequest);
-  const [fw, mw] = [main(f), main(m)];
+  const cpu = (p: Probe) => byRole(p.rows, (r) => r.cpuUsPerRequest);
+  const mainWaits = (p: Probe) =>
+    byRole(
+      p.rows.filter((r) => r.thread === 'main'),
+      (r) => r.voluntaryPerRequest,
+    );
+  const [fc, mc, fw, mw] = [cpu(f), cpu(m), mainWaits(f), mainWaits(m)];
   return [
     '## What the mesh adds to the floor, per process',
     '',

@@ -31,7 +31,7 @@ import { ROOT } from '@ge-mesh/launcher';
 import { percentile } from '@ge-mesh/loadgen';
 import { RABBITMQ_URL, REDIS_URL, startTestMesh } from '../support/mesh-harness.js';
 import { binaryInferBody } from '../support/reference.js';
-import type { Proc } from './host-processes.js';
+import { type Proc, serviceProcs } from './host-processes.js';
 import { startShapeFloor } from './shape-floor.js';
 import { canTrace, monotonicMs, type SyscallEvent, SyscallTrace } from './syscall-trace.js';
 
@@ -209,11 +209,7 @@ try {
 const mesh = await startTestMesh({ models: ['tiny'], logLevel: 'warn' });
 let meshSide: Side;
 try {
-  meshSide = await measure(
-    'GE Mesh',
-    mesh.url,
-    mesh.services.map((s) => ({ name: s.name, pid: s.child.pid ?? 0 })),
-  );
+  meshSide = await measure('GE Mesh', mesh.url, serviceProcs(mesh));
 } finally {
   await mesh.teardown();
 }

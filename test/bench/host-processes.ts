@@ -10,6 +10,13 @@ export interface Proc {
   pid: number;
 }
 
+/** A running mesh's service processes, by service name. */
+export function serviceProcs(mesh: {
+  readonly services: ReadonlyArray<{ name: string; child: { pid?: number } }>;
+}): Proc[] {
+  return mesh.services.map((s) => ({ name: s.name, pid: s.child.pid ?? 0 }));
+}
+
 export interface UsageRow {
   scenario: string;
   service: string;

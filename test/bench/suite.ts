@@ -61,7 +61,7 @@ import {
   writePlots,
 } from './bench-report.js';
 import { engineSide, measureEngine } from './engine-alone.js';
-import { type Proc, ScenarioMeter } from './host-processes.js';
+import { type Proc, ScenarioMeter, serviceProcs } from './host-processes.js';
 import { measureWakeup, wakeupSentence } from './host-wakeup.js';
 import { echoSend, type QueueMode, startEcho } from './messaging-echo.js';
 import { brokerAndRedisPids } from './process-metrics.js';
@@ -133,10 +133,7 @@ const data: BenchData = {
 
 const BROKERS = brokerAndRedisPids();
 log(`RabbitMQ/Redis processes metered: ${BROKERS.map((p) => `${p.name} pid ${p.pid}`).join(', ') || 'none found'}`);
-const meshProcs = (mesh: TestMesh): Proc[] => [
-  ...mesh.services.map((s) => ({ name: s.name, pid: s.child.pid ?? 0 })),
-  ...BROKERS,
-];
+const meshProcs = (mesh: TestMesh): Proc[] => [...serviceProcs(mesh), ...BROKERS];
 const bestOf = (results: LevelResult[]) => [...results].sort((a, b) => b.inferPerSec - a.inferPerSec)[0];
 
 /** A send that counts its answers, so CPU can be divided by what was served. */
