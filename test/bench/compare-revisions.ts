@@ -45,6 +45,7 @@ const { values } = parseArgs({
 if (!values.base) throw new Error('--base <checkout of the revision to compare with> is required');
 const ROUNDS = Number(values.rounds);
 const WINDOW_MS = Number(values.window);
+const WARMUP_MS = Number(values.warmup);
 const log = (s: string) => process.stderr.write(`${s}\n`);
 
 type Harness = { startTestMesh: typeof startTestMesh };
@@ -102,7 +103,7 @@ const LOADS: Array<{ name: string; load: Load }> =
 
 let rows: SideRow[] = [];
 try {
-  rows = await sideBySide(sides, LOADS, { rounds: ROUNDS, windowMs: WINDOW_MS, warmupMs: Number(values.warmup), log });
+  rows = await sideBySide(sides, LOADS, { rounds: ROUNDS, windowMs: WINDOW_MS, warmupMs: WARMUP_MS, log });
 } finally {
   for (const mesh of Object.values(meshes)) await mesh.teardown();
 }
@@ -122,7 +123,7 @@ const lines = [
   '',
   `before: ${revisionOf(resolve(values.base))}${baseNodeArgs.length || Object.keys(baseEnv).length ? ` with ${[...baseNodeArgs, ...Object.entries(baseEnv).map(([k, v]) => `${k}=${v}`)].join(' ')}` : ''}; after: ${revisionOf(ROOT)}.`,
   '',
-  `${ROUNDS} rounds of ${WINDOW_MS} ms per load and side, after ${Number(values.warmup) / 1000} s of warm-up each; CPU = every mesh process + RabbitMQ + Redis.`,
+  `${ROUNDS} rounds of ${WINDOW_MS} ms per load and side, after ${WARMUP_MS / 1000} s of warm-up each; CPU = every mesh process + RabbitMQ + Redis.`,
   '',
   '| load | side | infer/s | p50 ms | p99 ms | CPU ms / request | errors |',
   '|---|---|---|---|---|---|---|',
