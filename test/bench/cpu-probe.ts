@@ -4,8 +4,9 @@
  * worker_threads lanes, onnxruntime's and V8's helper threads), RabbitMQ and Redis, CPU µs per
  * answered request and context switches per request (voluntary: it waited; preempted: another
  * task took its core). The load generator's own CPU and the machine's idle share are printed
- * beside them, so a saturated machine shows as one. No profiler runs: the figures are the
- * processes' own, where `profile.ts` shows functions but slows every process down.
+ * beside them, so a saturated machine shows as one, and Redis's commands per request. No
+ * profiler runs: the figures are the processes' own, where `profile.ts` shows functions but slows
+ * every process down.
  *
  * `--floor` first runs the shape's floor (shape-floor.ts: the same hops with nothing in them)
  * under the same load and warm-up, and prints its table and, per process, what the mesh adds to
@@ -20,9 +21,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '@ge-mesh/launcher';
 import { httpTarget, LoadDriver } from '@ge-mesh/loadgen';
-import { startTestMesh } from '../support/mesh-harness.js';
+import { Redis } from 'ioredis';
+import { REDIS_URL, startTestMesh } from '../support/mesh-harness.js';
 import { type Proc, serviceProcs } from './host-processes.js';
 import { brokerAndRedisPids, cpuSeconds, machineTicks, type ThreadUsage, threadUsage } from './process-metrics.js';
+import { commandsLine, commandsPerRequest, redisCommandCalls } from './redis-commands.js';
 import { startShapeFloor } from './shape-floor.js';
 
 const { values } = parseArgs({
@@ -63,12 +66,15 @@ interface Probe {
   /** The machine's idle share in the window, all cores. */
   idleShare: number;
   rows: Row[];
+  /** Calls per request of each Redis command, most called first. */
+  redisCommands: [command: string, perRequest: number][];
 }
 
 /** Warm up, then measure every thread of `procs` (and RabbitMQ and Redis, whole) over one window. */
 async function probe(name: string, url: string, procs: readonly Proc[]): Promise<Probe> {
   const target = await httpTarget({ url, model, batch: 1, inputData: 'random', binary: true, connections: 256 });
   const driver = new LoadDriver(target.send, load);
+  const redis = new Redis(REDIS_URL);
   try {
     driver.start();
     log(`${name}: warming up for ${values.warmup} s at ${loadName}`);
@@ -76,6 +82,7 @@ async function probe(name: string, url: string, procs: readonly Proc[]): Promise
     const external = brokerAndRedisPids();
     const threads0 = procs.map((s) => threadUsage(s.pid));
     const external0 = external.map((e) => cpuSeconds(e.pid));
+    const calls0 = await redisCommandCalls(redis);
     const self0 = process.cpuUsage();
     const machine0 = machineTicks();
     log(`${name}: measuring ${values.secs} s`);
@@ -84,6 +91,7 @@ async function probe(name: string, url: string, procs: readonly Proc[]): Promise
     const self1 = process.cpuUsage(self0);
     const external1 = external.map((e) => cpuSeconds(e.pid));
     const threads1 = procs.map((s) => threadUsage(s.pid));
+    const calls1 = await redisCommandCalls(redis);
 
     const answered = Math.max(1, w.requests - w.errors);
     const per = (n: number) => n / answered;
@@ -121,8 +129,10 @@ async function probe(name: string, url: string, procs: readonly Proc[]): Promise
       idleShare: idle / Math.max(1, busy + idle),
       // /proc counts CPU in 10 ms ticks: a thread that used none in the window says nothing.
       rows: rows.filter((r) => r.cpuUsPerRequest > 0 || r.voluntaryPerRequest >= 0.01),
+      redisCommands: commandsPerRequest(calls0, calls1, answered),
     };
   } finally {
+    redis.disconnect();
     await driver.stop();
     await target.close();
   }
@@ -167,6 +177,8 @@ function table(title: string, p: Probe): string[] {
     `| load generator (this process) | all | ${p.loadgenUs.toFixed(1)} | – | – |`,
     '',
     `The machine was idle ${(p.idleShare * 100).toFixed(1)} % of the window (all cores).`,
+    '',
+    `Redis commands per request: ${commandsLine(p.redisCommands)}.`,
   ];
 }
 

@@ -25,6 +25,7 @@ import { httpTarget, LoadDriver } from '@ge-mesh/loadgen';
 import { Redis } from 'ioredis';
 import { REDIS_URL, startTestMesh } from '../support/mesh-harness.js';
 import { brokerAndRedisPids, cpuSeconds, kernelCounts } from './process-metrics.js';
+import { commandsLine, commandsPerRequest, redisCommandCalls } from './redis-commands.js';
 import { CLIP_SIM, SIM_AICORES, writeSimRepository } from './sim-models.js';
 
 const { values } = parseArgs({
@@ -83,15 +84,7 @@ driver.start();
 await driver.window(2_000);
 log(`warm; measuring ${secs} s at ${load}`);
 const redis = new Redis(REDIS_URL);
-/** Calls per Redis command so far (INFO commandstats). */
-const redisCalls = async () =>
-  new Map(
-    [...(await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map((m) => [
-      m[1] ?? '',
-      Number(m[2]),
-    ]),
-  );
-const calls0 = await redisCalls();
+const calls0 = await redisCommandCalls(redis);
 const cpu0 = pids.map(cpuSeconds);
 const k0 = pids.map(kernelCounts);
 // V8 stamps samples with the monotonic clock, as hrtime does: keep only the measured window.
@@ -100,7 +93,7 @@ const w = await driver.window(secs * 1000);
 const to = Number(process.hrtime.bigint() / 1000n);
 const cpu1 = pids.map(cpuSeconds);
 const k1 = pids.map(kernelCounts);
-const calls1 = await redisCalls();
+const calls1 = await redisCommandCalls(redis);
 redis.disconnect();
 await driver.stop();
 await target.close();
@@ -124,11 +117,7 @@ pids.forEach((pid, i) => {
   lines.push(`| ${label(pid)} | ${perReq.toFixed(3)} | ${per('writes')} | ${per('reads')} | ${per('switches')} |`);
 });
 lines.push(`| **all** | **${total.toFixed(3)}** | | | |`, '');
-const commands = [...calls1]
-  .map(([cmd, n]) => [cmd, (n - (calls0.get(cmd) ?? 0)) / Math.max(1, answered)] as const)
-  .filter(([cmd, n]) => n > 0.005 && cmd !== 'info')
-  .sort((a, b) => b[1] - a[1]);
-lines.push(`Redis commands per request: ${commands.map(([cmd, n]) => `${cmd} ${n.toFixed(2)}`).join(', ')}`, '');
+lines.push(`Redis commands per request: ${commandsLine(commandsPerRequest(calls0, calls1, answered))}`, '');
 
 // V8 .cpuprofile: nodes with callFrames, samples (node ids) and timeDeltas (µs).
 interface ProfileNode {
