@@ -328,6 +328,19 @@ describe('gateway AMQP form: same checks, same errors as REST', () => {
     );
   });
 
+  it('takes the doubles msgpack carries as they are: Infinity and NaN are values there, not overflow', () => {
+    const values = [Infinity, Number.NaN, -Infinity, 1.5];
+    const message = encodeMessage({
+      model: 'm',
+      parameters: { scale: Infinity },
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [4], data: values }],
+    } as never);
+    const p = parseInferObject(decodeMessage(message), message.length, 'm');
+    assert.equal(p.parameters.scale, Infinity);
+    const t = p.inputs[0] as WireTensor;
+    assert.deepEqual(Buffer.from(t.data), Buffer.from(Float32Array.from(values).buffer));
+  });
+
   it('returns every AMQP output as bytes, FP16 included, and accepts data as bytes', () => {
     const c = both([
       { name: 'x', datatype: 'FP32', shape: [2, 4], data: f32(8) },

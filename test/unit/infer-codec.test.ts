@@ -211,13 +211,94 @@ describe('parseInferBody: JSON data', () => {
 
   it('NaN and Infinity are refused for integer types', () => {
     const body = (v: string) => Buffer.from(`{"inputs":[{"name":"x","datatype":"INT32","shape":[1],"data":[${v}]}]}`);
-    for (const v of ['NaN', 'Infinity', '-Infinity', '1e999']) {
+    for (const v of ['NaN', 'Infinity', '-Infinity']) {
       throwsMesh(
         () => parseInferBody(body(v)),
         'BAD_JSON',
         "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer",
       );
     }
+  });
+
+  describe('number literals too large for a double are refused where they stand, as rapidjson does', () => {
+    const tooBig = (text: string, literal: string) =>
+      `failed to parse the request JSON buffer: Number too big to be stored in double. at ${Buffer.byteLength(
+        text.slice(0, text.indexOf(literal)),
+      )}`;
+    const dataBody = (dt: string, values: string, id = 'r') =>
+      `{"id":"${id}","inputs":[{"name":"x","datatype":"${dt}","shape":[2],"data":[0.5,${values}]}]}`;
+
+    it('in float data: whatever their form, at their byte offset', () => {
+      const digits = `1${'0'.repeat(400)}`;
+      for (const literal of ['1e400', '-1e400', '2e308', '1.8e308', digits, '0.01e311']) {
+        for (const dt of ['FP32', 'FP64']) {
+          const text = dataBody(dt, literal);
+          throwsMesh(() => parseInferBody(Buffer.from(text)), 'BAD_JSON', tooBig(text, literal));
+        }
+      }
+      // Multi-byte characters before the literal: the offset counts UTF-8 bytes.
+      const text = dataBody('FP32', '1e400', 'édition→');
+      throwsMesh(() => parseInferBody(Buffer.from(text)), 'BAD_JSON', tooBig(text, '1e400'));
+      assert.equal(tooBig(text, '1e400').endsWith(` at ${text.indexOf('1e400') + 3}`), true);
+    });
+
+    it('the largest double and the float overflow of a finite double still read', () => {
+      const t = parseInferBody(Buffer.from(dataBody('FP64', '1.7976931348623157e308'))).inputs[0] as WireTensor;
+      assert.deepEqual(bytesOf(t.data), refBytes('FP64', [0.5, Number.MAX_VALUE]));
+      // 1e39 is a double; as FP32 it is +Infinity, as Triton's cast makes it.
+      const f = parseInferBody(Buffer.from(dataBody('FP32', '1e39'))).inputs[0] as WireTensor;
+      assert.deepEqual(bytesOf(f.data), refBytes('FP32', [0.5, Infinity]));
+    });
+
+    it('beside bare NaN / Infinity tokens too', () => {
+      const text = dataBody('FP32', 'NaN], "x": [Infinity, 1e999');
+      throwsMesh(() => parseInferBody(Buffer.from(text)), 'BAD_JSON', tooBig(text, '1e999'));
+      const ok = parseInferBody(Buffer.from(dataBody('FP32', 'Infinity'))).inputs[0] as WireTensor;
+      assert.deepEqual(bytesOf(ok.data), refBytes('FP32', [0.5, Infinity]));
+    });
+
+    it('in any field, before the field is read', () => {
+      const cases = [
+        ['{"inputs":[{"name":"x","datatype":"INT32","shape":[1],"data":[1e999]}]}', '1e999'],
+        ['{"inputs":[{"name":"x","datatype":"BOOL","shape":[1],"data":[-1e999]}]}', '-1e999'],
+        ['{"inputs":[{"name":"x","datatype":"BYTES","shape":[1],"data":[1e999]}]}', '1e999'],
+        ['{"inputs":[{"name":"x","datatype":"FP32","shape":[1e400],"data":[1]}]}', '1e400'],
+        ['{"parameters":{"priority":1e400},"inputs":[]}', '1e400'],
+        ['{"parameters":{"scale":1e400},"inputs":[]}', '1e400'],
+      ] as const;
+      for (const [text, literal] of cases) {
+        throwsMesh(() => parseInferBody(Buffer.from(text)), 'BAD_JSON', tooBig(text, literal));
+      }
+      // Inside a string it is text.
+      const p = parseInferBody(Buffer.from('{"parameters":{"note":"1e400"},"inputs":[]}'));
+      assert.equal(p.parameters.note, '1e400');
+    });
+  });
+
+  it('a bare NaN is a number in parameters and never a string; an escaped look-alike stays a string', () => {
+    const p = parseInferBody(Buffer.from('{"parameters":{"scale":NaN,"top":Infinity},"inputs":[]}'));
+    assert.ok(Number.isNaN(p.parameters.scale));
+    assert.equal(p.parameters.top, Infinity);
+    throwsMesh(
+      () => parseInferBody(Buffer.from('{"inputs":[{"name":"x","datatype":"BYTES","shape":[2],"data":["a",NaN]}]}')),
+      'BAD_JSON',
+      'Unable to parse JSON bytes array: attempt to access JSON non-string as string',
+    );
+    // Without tokens, "\u0000NaN" is what the client wrote: a string.
+    const lookAlike = '"\\u0000NaN"';
+    const b = parseInferBody(
+      Buffer.from(
+        `{"parameters":{"s":${lookAlike}},"inputs":[{"name":"x","datatype":"BYTES","shape":[1],"data":[${lookAlike}]}]}`,
+      ),
+    );
+    assert.equal(b.parameters.s, '\u0000NaN');
+    assert.deepEqual(bytesOf((b.inputs[0] as WireTensor).data), refBytes('BYTES', ['\u0000NaN']));
+    throwsMesh(
+      () =>
+        parseInferBody(Buffer.from(`{"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[${lookAlike}]}]}`)),
+      'BAD_JSON',
+      "Unable to parse 'data': attempt to access JSON non-number as double",
+    );
   });
 
   it('a NaN-looking text inside a string does not turn bad JSON into good', () => {

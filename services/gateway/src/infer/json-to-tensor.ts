@@ -1,5 +1,5 @@
 import { type DataType, MeshError, packBytesElements } from '@ge-mesh/protocol';
-import { NAN_SENTINEL } from './lenient-json.js';
+import { NAN_SENTINEL, type NumberSource, NumberTooBig } from './lenient-json.js';
 import { JSON_TYPE, MAX_JSON_NESTING_DEPTH, MSG } from './messages.js';
 
 /**
@@ -38,7 +38,8 @@ const INT_RANGES: Partial<Record<DataType, IntRange>> = {
 /**
  * Converts the JSON `data` of a fixed-size datatype (not BYTES, FP16, BF16).
  * `count` is the element count of the declared shape; `maxLeaves` bounds what
- * the JSON text could possibly hold, so a lying shape cannot make us allocate.
+ * the JSON text could possibly hold, so a lying shape cannot make us allocate;
+ * `numbers` says what a non-finite float is.
  */
 export function jsonToFixed(
   dt: DataType,
@@ -46,6 +47,7 @@ export function jsonToFixed(
   count: number,
   input: string,
   maxLeaves: number,
+  numbers: NumberSource,
 ): Uint8Array {
   const n = count > maxLeaves ? 0 : count;
   let out: Float32Array | Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array | Uint16Array | Uint32Array;
@@ -53,11 +55,11 @@ export function jsonToFixed(
   switch (dt) {
     case 'FP32':
       out = new Float32Array(n);
-      got = fillFloat(data, out, 0, 0);
+      got = fillFloat(data, out, 0, 0, numbers);
       break;
     case 'FP64':
       out = new Float64Array(n);
-      got = fillFloat(data, out, 0, 0);
+      got = fillFloat(data, out, 0, 0, numbers);
       break;
     case 'BOOL':
       out = new Uint8Array(n);
@@ -110,13 +112,23 @@ function checkDepth(node: unknown[], depth: number): void {
 
 // Writes past the end of a typed array are no-ops, so these count every leaf
 // and the caller compares the count; no bounds check in the loop.
-function fillFloat(node: unknown[], out: Float32Array | Float64Array, pos: number, depth: number): number {
+// Other element types refuse a non-finite number anyway; a float would take it.
+function fillFloat(
+  node: unknown[],
+  out: Float32Array | Float64Array,
+  pos: number,
+  depth: number,
+  numbers: NumberSource,
+): number {
   checkDepth(node, depth);
   for (let i = 0, len = node.length; i < len; i++) {
     const v = node[i];
-    if (typeof v === 'number') out[pos++] = v;
-    else if (Array.isArray(v)) pos = fillFloat(v, out, pos, depth + 1);
-    else if (v === NAN_SENTINEL) out[pos++] = Number.NaN;
+    if (typeof v === 'number') {
+      // v - v is 0 for every finite number; JSON.parse gives no NaN.
+      if (v - v !== 0 && numbers === 'text') throw new NumberTooBig();
+      out[pos++] = v;
+    } else if (Array.isArray(v)) pos = fillFloat(v, out, pos, depth + 1, numbers);
+    else if (v === NAN_SENTINEL && numbers === 'text-tokens') out[pos++] = Number.NaN;
     else throw new MeshError('BAD_JSON', MSG.unableToParse('data', JSON_TYPE.number));
   }
   return pos;
@@ -187,18 +199,19 @@ function intError(v: unknown, dt: DataType, input: string): MeshError {
  * length and its UTF-8 bytes. The element count is checked later against the
  * model (as Triton does), where the message can name it.
  */
-export function jsonToBytes(data: unknown[]): Uint8Array {
+export function jsonToBytes(data: unknown[], numbers: NumberSource): Uint8Array {
   const strings: string[] = [];
-  flattenStrings(data, 0, strings);
+  flattenStrings(data, 0, strings, numbers);
   return packBytesElements(strings);
 }
 
-function flattenStrings(node: unknown[], depth: number, out: string[]): void {
+function flattenStrings(node: unknown[], depth: number, out: string[], numbers: NumberSource): void {
   if (depth + 1 >= MAX_JSON_NESTING_DEPTH && node.length > 0) throw new MeshError('BAD_JSON', MSG.nestingDepth());
   for (let i = 0, len = node.length; i < len; i++) {
     const v = node[i];
-    if (typeof v === 'string') out.push(v);
-    else if (Array.isArray(v)) flattenStrings(v, depth + 1, out);
+    // A bare NaN is a number, not the string that stands for it.
+    if (typeof v === 'string' && !(v === NAN_SENTINEL && numbers === 'text-tokens')) out.push(v);
+    else if (Array.isArray(v)) flattenStrings(v, depth + 1, out, numbers);
     else throw new MeshError('BAD_JSON', MSG.jsonBytesArray(JSON_TYPE.string));
   }
 }

@@ -1,25 +1,59 @@
+import { MeshError } from '@ge-mesh/protocol';
+import { MSG } from './messages.js';
+
 /**
- * JSON.parse, plus the bare `NaN`, `Infinity` and `-Infinity` tokens that
- * Triton's parser accepts (rapidjson kParseNanAndInfFlag) and Python's
- * json.dumps writes for float tensors. The common case costs one JSON.parse;
- * the rewrite runs only when that fails and such a token is present.
+ * JSON as Triton's parser reads it: JSON.parse, plus the bare `NaN`,
+ * `Infinity` and `-Infinity` tokens that rapidjson accepts with
+ * kParseNanAndInfFlag (and Python's json.dumps writes for float tensors),
+ * minus the number literals too large for a double, which rapidjson refuses
+ * and JSON.parse reads as ±Infinity. The common case costs one JSON.parse; the
+ * rewrite and the scan for such literals run only when that fails and a token
+ * is present, or when a reader met a non-finite number.
  */
 
-/** What a bare `NaN` token becomes; float tensors read it as NaN. */
+/** What a bare `NaN` token becomes; float tensors and parameters read it as NaN. */
 export const NAN_SENTINEL = '\u0000NaN';
 
-export function parseLenientJson(text: string): unknown {
+/**
+ * What a document's non-finite numbers mean:
+ * - `text`: plain JSON text, which has no NaN or Infinity: a non-finite number
+ *   is a literal too large for a double, and the reader throws `NumberTooBig`;
+ * - `text-tokens`: JSON text with bare tokens: the non-finite numbers and
+ *   `NAN_SENTINEL` are theirs;
+ * - `decoded`: a decoded msgpack map, whose doubles are what was sent.
+ */
+export type NumberSource = 'text' | 'text-tokens' | 'decoded';
+
+export interface LenientJson {
+  readonly value: unknown;
+  readonly numbers: Exclude<NumberSource, 'decoded'>;
+}
+
+/** rapidjson's kParseErrorNumberTooBig, at the literal's byte offset when it is known. */
+export class NumberTooBig extends MeshError {
+  constructor(offset?: number) {
+    super('BAD_JSON', MSG.badJson(MSG.numberTooBig(offset)));
+  }
+}
+
+/** Throws JSON.parse's SyntaxError for text that is not JSON, `NumberTooBig` beside tokens. */
+export function parseLenientJson(text: string): LenientJson {
   try {
-    return JSON.parse(text);
+    return { value: JSON.parse(text), numbers: 'text' };
   } catch (err) {
     if (!/NaN|Infinity/.test(text)) throw err;
     const rewritten = rewriteNonFinite(text);
     if (rewritten === text) throw err;
+    let value: unknown;
     try {
-      return JSON.parse(rewritten);
+      value = JSON.parse(rewritten);
     } catch {
       throw err;
     }
+    // Here an Infinity may be a token, so a literal's overflow is found in the text.
+    const at = overflowOffset(text);
+    if (at >= 0) throw new NumberTooBig(at);
+    return { value, numbers: 'text-tokens' };
   }
 }
 
@@ -28,27 +62,60 @@ export function parseLenientJson(text: string): unknown {
 function rewriteNonFinite(text: string): string {
   const parts: string[] = [];
   let from = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c /* \ */) i++;
-      else if (c === 0x22 /* " */) inString = false;
-      continue;
-    }
-    if (c === 0x22) {
-      inString = true;
-    } else if (c === 0x4e /* N */ && text.startsWith('NaN', i)) {
+  eachOutsideStrings(text, (i, c) => {
+    if (c === 0x4e /* N */ && text.startsWith('NaN', i)) {
       parts.push(text.slice(from, i), '"\\u0000NaN"');
-      i += 2;
-      from = i + 1;
-    } else if (c === 0x49 /* I */ && text.startsWith('Infinity', i)) {
-      parts.push(text.slice(from, i), '1e999');
-      i += 7;
-      from = i + 1;
+      from = i + 3;
+      return from;
     }
-  }
+    if (c === 0x49 /* I */ && text.startsWith('Infinity', i)) {
+      parts.push(text.slice(from, i), '1e999');
+      from = i + 8;
+      return from;
+    }
+    return i + 1;
+  });
   if (parts.length === 0) return text;
   parts.push(text.slice(from));
   return parts.join('');
+}
+
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
+/**
+ * The UTF-8 byte offset of the first number literal outside strings that a
+ * double cannot hold (where rapidjson reports it), or -1. Written by hand: no
+ * JSON parser says where it overflowed.
+ */
+export function overflowOffset(text: string): number {
+  let at = -1;
+  eachOutsideStrings(text, (i, c) => {
+    if (c !== 0x2d /* - */ && (c < 0x30 || c > 0x39)) return i + 1;
+    NUMBER.lastIndex = i;
+    const m = NUMBER.exec(text);
+    if (m === null) return i + 1;
+    if (Number.isFinite(Number(m[0]))) return i + m[0].length;
+    at = Buffer.byteLength(text.slice(0, i));
+    return text.length;
+  });
+  return at;
+}
+
+/** Calls `visit` at each character outside JSON strings; it returns the index to go on from. */
+function eachOutsideStrings(text: string, visit: (i: number, c: number) => number): void {
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x22 /* " */) {
+      i = visit(i, c);
+      continue;
+    }
+    // Past the string, its escapes included.
+    for (i++; i < text.length; i++) {
+      const s = text.charCodeAt(i);
+      if (s === 0x5c /* \ */) i++;
+      else if (s === 0x22) break;
+    }
+    i++;
+  }
 }

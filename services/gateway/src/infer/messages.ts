@@ -44,6 +44,8 @@ export const JSON_TYPE = {
 export const MSG = {
   // HTTP front end: body and JSON.
   badJson: (detail: string) => `failed to parse the request JSON buffer: ${detail}`,
+  numberTooBig: (offset?: number) =>
+    `Number too big to be stored in double.${offset !== undefined && offset >= 0 ? ` at ${offset}` : ''}`,
   unableToParse: (field: string, detail: string) => `Unable to parse '${field}': ${detail}`,
   unableToSet: (field: string, detail: string) => `Unable to set '${field}': ${detail}`,
   badParams: (detail: string) => `failed to get request params.: ${detail}`,

@@ -1,6 +1,13 @@
 import { type DataType, isDataType, MeshError, type ParameterValue, type WireTensor } from '@ge-mesh/protocol';
 import { jsonToBytes, jsonToFixed } from './json-to-tensor.js';
-import { parseLenientJson } from './lenient-json.js';
+import {
+  type LenientJson,
+  NAN_SENTINEL,
+  type NumberSource,
+  NumberTooBig,
+  overflowOffset,
+  parseLenientJson,
+} from './lenient-json.js';
 import { JSON_TYPE, MSG, requestPrefix } from './messages.js';
 import type { ParsedInfer, ParsedOutput } from './types.js';
 
@@ -42,25 +49,37 @@ export function parseInferBody(
   }
   const jsonLength = headerLength ?? body.length;
   const text = Buffer.from(body.buffer, body.byteOffset, jsonLength).toString('utf8');
-  let doc: unknown;
+  let doc: LenientJson;
   try {
     doc = parseLenientJson(text);
   } catch (err) {
+    if (err instanceof MeshError) throw err;
     throw new MeshError('BAD_JSON', MSG.badJson((err as Error).message));
   }
-  if (!isObject(doc)) throw new MeshError('BAD_JSON', MSG.badJson('the request is not a JSON object'));
+  if (!isObject(doc.value)) throw new MeshError('BAD_JSON', MSG.badJson('the request is not a JSON object'));
 
-  return readRequest(doc, {
-    body,
-    offset: jsonLength,
-    binary: headerLength !== undefined,
-    bytesData: false,
-    prefix: '',
-    model,
-    // Each JSON element takes at least one character.
-    maxLeaves: text.length,
-    maxElements: options.maxElements ?? MAX_ELEMENTS,
-  });
+  try {
+    return readRequest(doc.value, {
+      body,
+      offset: jsonLength,
+      binary: headerLength !== undefined,
+      bytesData: false,
+      numbers: doc.numbers,
+      prefix: '',
+      model,
+      // Each JSON element takes at least one character.
+      maxLeaves: text.length,
+      maxElements: options.maxElements ?? MAX_ELEMENTS,
+    });
+  } catch (err) {
+    // JSON.parse read a literal too large for a double as ±Infinity; Triton's parser refuses the
+    // request there, before any field is read. Looked for only once a field was refused.
+    if (doc.numbers === 'text' && err instanceof MeshError) {
+      const at = overflowOffset(text);
+      if (at >= 0) throw new NumberTooBig(at);
+    }
+    throw err;
+  }
 }
 
 export interface ParseOptions {
@@ -85,6 +104,7 @@ export function parseInferObject(doc: unknown, size: number, model?: string, opt
     offset: 0,
     binary: false,
     bytesData: true,
+    numbers: 'decoded',
     prefix: '',
     model,
     maxLeaves: size,
@@ -94,7 +114,7 @@ export function parseInferObject(doc: unknown, size: number, model?: string, opt
 
 function readRequest(doc: JsonObject, cur: BlobCursor): ParsedInfer {
   const id = readId(doc);
-  const params = readParameters(doc);
+  const params = readParameters(doc, cur.numbers);
   cur.prefix = requestPrefix(id);
   const inputs = readInputs(doc, cur);
   const outputs = readOutputs(doc, cur.prefix);
@@ -133,7 +153,7 @@ function readId(doc: JsonObject): string | undefined {
 
 type RequestParams = Pick<ParsedInfer, 'priority' | 'timeoutUs' | 'binaryDataOutput' | 'parameters'>;
 
-function readParameters(doc: JsonObject): RequestParams {
+function readParameters(doc: JsonObject, numbers: NumberSource): RequestParams {
   const parameters: Record<string, ParameterValue> = {};
   const out: { priority: number; timeoutUs: number; binaryDataOutput?: boolean } = { priority: 0, timeoutUs: 0 };
   if (!has(doc, 'parameters')) return { ...out, parameters };
@@ -167,7 +187,9 @@ function readParameters(doc: JsonObject): RequestParams {
         if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
           throw new MeshError('INVALID_ARGUMENT', MSG.parameterType(key));
         }
-        setOwn(parameters, key, v);
+        // A double parameter would take a literal too large for one as Infinity.
+        if (typeof v === 'number' && v - v !== 0 && numbers === 'text') throw new NumberTooBig();
+        setOwn(parameters, key, v === NAN_SENTINEL && numbers === 'text-tokens' ? Number.NaN : v);
     }
   }
   return { ...out, parameters };
@@ -186,6 +208,8 @@ interface BlobCursor {
   readonly binary: boolean;
   /** Whether `data` may itself be bytes (decoded msgpack). */
   readonly bytesData: boolean;
+  /** What the document's non-finite numbers are. */
+  readonly numbers: NumberSource;
   prefix: string;
   readonly model: string | undefined;
   readonly maxLeaves: number;
@@ -238,7 +262,7 @@ function readInput(item: JsonObject, cur: BlobCursor, seen: Set<string>): WireTe
     return { name, datatype, shape, data: readBlob(name, params.binary_data_size, cur) };
   }
   if (cur.bytesData && item.data instanceof Uint8Array) return { name, datatype, shape, data: item.data };
-  return { name, datatype, shape, data: readJsonData(name, datatype, shape, item.data, cur.maxLeaves) };
+  return { name, datatype, shape, data: readJsonData(name, datatype, shape, item.data, cur) };
 }
 
 function readString(obj: JsonObject, key: string): string {
@@ -276,7 +300,7 @@ function readBlob(name: string, size: unknown, cur: BlobCursor): Uint8Array {
   return data;
 }
 
-function readJsonData(name: string, dt: DataType, shape: number[], data: unknown, maxLeaves: number): Uint8Array {
+function readJsonData(name: string, dt: DataType, shape: number[], data: unknown, cur: BlobCursor): Uint8Array {
   let count = 1;
   for (const d of shape) count *= d;
   if (count > MAX_ELEMENTS) throw new MeshError('INVALID_ARGUMENT', MSG.shapeTooLarge(name, shape));
@@ -284,8 +308,8 @@ function readJsonData(name: string, dt: DataType, shape: number[], data: unknown
   if (count === 0) return EMPTY;
   if (!Array.isArray(data)) throw bad('data', JSON_TYPE.array);
   if (dt === 'FP16' || dt === 'BF16') throw new MeshError('INVALID_ARGUMENT', MSG.jsonHalf(dt, name));
-  if (dt === 'BYTES') return jsonToBytes(data);
-  return jsonToFixed(dt, data, count, name, maxLeaves);
+  if (dt === 'BYTES') return jsonToBytes(data, cur.numbers);
+  return jsonToFixed(dt, data, count, name, cur.maxLeaves, cur.numbers);
 }
 
 function readOutputs(doc: JsonObject, prefix: string): ParsedOutput[] {
