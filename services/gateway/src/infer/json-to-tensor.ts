@@ -1,5 +1,5 @@
 import { type DataType, MeshError, packBytesElements } from '@ge-mesh/protocol';
-import { NAN_SENTINEL, type NumberSource, NumberTooBig } from './lenient-json.js';
+import { isNanToken, type NumberSource, NumberTooBig } from './lenient-json.js';
 import { JSON_TYPE, MAX_JSON_NESTING_DEPTH, MSG } from './messages.js';
 
 /**
@@ -121,16 +121,19 @@ function fillFloat(
   numbers: NumberSource,
 ): number {
   checkDepth(node, depth);
+  // v - v is 0 for every finite number and NaN for ±Infinity: summed without a branch per element,
+  // read once at the end.
+  let infinite = 0;
   for (let i = 0, len = node.length; i < len; i++) {
     const v = node[i];
     if (typeof v === 'number') {
-      // v - v is 0 for every finite number; JSON.parse gives no NaN.
-      if (v - v !== 0 && numbers === 'text') throw new NumberTooBig();
+      infinite += v - v;
       out[pos++] = v;
     } else if (Array.isArray(v)) pos = fillFloat(v, out, pos, depth + 1, numbers);
-    else if (v === NAN_SENTINEL && numbers === 'text-tokens') out[pos++] = Number.NaN;
+    else if (isNanToken(v, numbers)) out[pos++] = Number.NaN;
     else throw new MeshError('BAD_JSON', MSG.unableToParse('data', JSON_TYPE.number));
   }
+  if (infinite !== 0 && numbers === 'text') throw new NumberTooBig();
   return pos;
 }
 
@@ -210,7 +213,7 @@ function flattenStrings(node: unknown[], depth: number, out: string[], numbers: 
   for (let i = 0, len = node.length; i < len; i++) {
     const v = node[i];
     // A bare NaN is a number, not the string that stands for it.
-    if (typeof v === 'string' && !(v === NAN_SENTINEL && numbers === 'text-tokens')) out.push(v);
+    if (typeof v === 'string' && !isNanToken(v, numbers)) out.push(v);
     else if (Array.isArray(v)) flattenStrings(v, depth + 1, out, numbers);
     else throw new MeshError('BAD_JSON', MSG.jsonBytesArray(JSON_TYPE.string));
   }

@@ -12,7 +12,8 @@ import { MSG } from './messages.js';
  */
 
 /** What a bare `NaN` token becomes; float tensors and parameters read it as NaN. */
-export const NAN_SENTINEL = '\u0000NaN';
+const NAN_SENTINEL = '\u0000NaN';
+const NAN_SENTINEL_JSON = JSON.stringify(NAN_SENTINEL);
 
 /**
  * What a document's non-finite numbers mean:
@@ -23,6 +24,11 @@ export const NAN_SENTINEL = '\u0000NaN';
  * - `decoded`: a decoded msgpack map, whose doubles are what was sent.
  */
 export type NumberSource = 'text' | 'text-tokens' | 'decoded';
+
+/** Whether `v` is a bare `NaN` token; without tokens, the same characters are a client's string. */
+export function isNanToken(v: unknown, numbers: NumberSource): boolean {
+  return v === NAN_SENTINEL && numbers === 'text-tokens';
+}
 
 export interface LenientJson {
   readonly value: unknown;
@@ -64,7 +70,7 @@ function rewriteNonFinite(text: string): string {
   let from = 0;
   eachOutsideStrings(text, (i, c) => {
     if (c === 0x4e /* N */ && text.startsWith('NaN', i)) {
-      parts.push(text.slice(from, i), '"\\u0000NaN"');
+      parts.push(text.slice(from, i), NAN_SENTINEL_JSON);
       from = i + 3;
       return from;
     }

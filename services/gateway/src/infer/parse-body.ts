@@ -1,8 +1,8 @@
 import { type DataType, isDataType, MeshError, type ParameterValue, type WireTensor } from '@ge-mesh/protocol';
 import { jsonToBytes, jsonToFixed } from './json-to-tensor.js';
 import {
+  isNanToken,
   type LenientJson,
-  NAN_SENTINEL,
   type NumberSource,
   NumberTooBig,
   overflowOffset,
@@ -189,7 +189,7 @@ function readParameters(doc: JsonObject, numbers: NumberSource): RequestParams {
         }
         // A double parameter would take a literal too large for one as Infinity.
         if (typeof v === 'number' && v - v !== 0 && numbers === 'text') throw new NumberTooBig();
-        setOwn(parameters, key, v === NAN_SENTINEL && numbers === 'text-tokens' ? Number.NaN : v);
+        setOwn(parameters, key, isNanToken(v, numbers) ? Number.NaN : v);
     }
   }
   return { ...out, parameters };
