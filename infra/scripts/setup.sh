@@ -8,9 +8,9 @@ cd "$(dirname "$0")/../.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" -lt 20 ]; then
-  echo "GE Mesh needs Node.js 20 or newer (found $(node --version))." >&2
+# package.json's engines: 20.18 or newer.
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)'; then
+  echo "GE Mesh needs Node.js 20.18 or newer (found $(node --version))." >&2
   exit 1
 fi
 
