@@ -135,6 +135,36 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     expectError(await call('GET', '/v2/models/tiny/versions/one'), 404, 'Not Found');
   });
 
+  it('shared memory: no region is ever registered, with the answers gRPC gives', async () => {
+    for (const kind of ['system', 'cuda']) {
+      const base = `/v2/${kind}sharedmemory`;
+      assert.deepEqual(await call('GET', `${base}/status`).then((a) => [a.status, a.text]), [200, '[]']);
+      expectError(
+        await call('GET', `${base}/region/r1/status`),
+        404,
+        `Unable to find ${kind} shared memory region: 'r1'`,
+      );
+      assert.deepEqual(await call('POST', `${base}/unregister`).then((a) => [a.status, a.text]), [200, '']);
+      assert.deepEqual(await call('POST', `${base}/region/r1/unregister`).then((a) => [a.status, a.text]), [200, '']);
+      expectError(await call('GET', `${base}/region/r1/register`), 405, 'Method Not Allowed');
+    }
+    const register = (kind: string, body: unknown) =>
+      call('POST', `/v2/${kind}sharedmemory/region/r1/register`, {
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
+    expectError(
+      await register('system', { key: '/k', offset: 0, byte_size: 64 }),
+      501,
+      "failed to register shared memory region: 'r1', shared memory is not supported; send tensors in the request",
+    );
+    expectError(
+      await register('cuda', { raw_handle: { b64: 'AAAA' }, device_id: 0, byte_size: 64 }),
+      400,
+      "failed to register CUDA shared memory region: 'r1', GPUs not supported",
+    );
+  });
+
   it('model metadata, readiness and config, with the errors for unknown models and versions', async () => {
     const tiny = {
       name: 'tiny',

@@ -61,6 +61,8 @@ describe('end to end: API keys on REST and AMQP', { timeout: 240_000 }, () => {
       ['GET', '/v2/models/tiny/stats'],
       ['GET', '/v2/models/stats'],
       ['POST', '/v2/repository/index'],
+      ['GET', '/v2/systemsharedmemory/status'],
+      ['POST', '/v2/cudasharedmemory/region/r1/register', {}],
       ['POST', '/v2/models/tiny/infer', x],
       ['POST', '/v2/models/nope/infer', x],
     ];

@@ -395,6 +395,11 @@ describe('end to end: gateway gRPC API', { timeout: 300_000 }, () => {
     );
     assert.deepEqual(await client.call('SystemSharedMemoryStatus', {}), { regions: {} });
     assert.deepEqual(await client.call('CudaSharedMemoryUnregister', { name: '' }), {});
+    assert.deepEqual(await client.error('SystemSharedMemoryStatus', { name: 'r' }), [
+      S.NOT_FOUND,
+      "Unable to find system shared memory region: 'r'",
+    ]);
+    assert.equal((await client.error('CudaSharedMemoryStatus', {}, { key: null }))[0], S.UNAUTHENTICATED);
     // Triton's trace and logging extensions (trace-logging-extensions.test.ts covers them): read here.
     const traceSettings = await client.call<{ settings: Record<string, { value: string[] }> }>('TraceSetting', {});
     assert.deepEqual(traceSettings.settings.trace_level?.value, ['OFF'], 'no exporter configured: tracing off');

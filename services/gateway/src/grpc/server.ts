@@ -20,6 +20,7 @@ import type { InferPipeline } from '../pipeline/infer-pipeline.js';
 import type { LoggingControl } from '../pipeline/logging-control.js';
 import type { MeshQueries } from '../pipeline/queries.js';
 import type { ControlParameter, RepositoryControl } from '../pipeline/repository-control.js';
+import { checkRegionStatus, refuseRegistration, type SharedMemoryKind } from '../pipeline/shared-memory.js';
 import type { TraceControl } from '../pipeline/trace-control.js';
 import { decodeInferRequest, encodeInferResponse, type ModelInferRequestMsg } from './infer-codec.js';
 import { loadServices } from './proto.js';
@@ -299,7 +300,7 @@ export class GrpcFrontend {
         return this.infer(r, auth, deadlineOf(call.getDeadline()), abort.signal, call.metadata, traced);
       }),
       ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMsg, Msg>) => this.stream(call),
-      ...sharedMemoryHandlers(this.unary.bind(this)),
+      ...sharedMemoryHandlers(this.unary.bind(this), queries),
       TraceSetting: this.unary(async (r: Msg, auth) => {
         const control = this.deps.trace;
         if (!control) {
@@ -416,38 +417,28 @@ export class GrpcFrontend {
   }
 }
 
-/**
- * Shared memory: the gateway cannot map a client's memory (it may run on
- * another host than the client, and the workers always do). Registration is
- * refused as Triton refuses CUDA shared memory on a server without GPUs;
- * status lists no region; unregistering nothing succeeds, as in Triton.
- */
-function sharedMemoryHandlers(unary: GrpcFrontend['unary']) {
-  const refuse = (kind: 'CUDA' | 'system') => (r: Msg) => {
-    const name = String(r.name ?? '');
-    if (kind === 'CUDA') {
-      throw new MeshError(
-        'INVALID_ARGUMENT',
-        `failed to register CUDA shared memory region: '${name}', GPUs not supported`,
-      );
-    }
-    throw new MeshError(
-      'UNSUPPORTED',
-      `failed to register shared memory region: '${name}', shared memory is not supported; send tensors in the request`,
-    );
+/** Triton's shared-memory RPCs: no region is ever registered (see shared-memory.ts). */
+function sharedMemoryHandlers(unary: GrpcFrontend['unary'], queries: MeshQueries) {
+  const register = (kind: SharedMemoryKind) => (r: Msg, auth: string | undefined) => {
+    queries.authorize(auth);
+    return refuseRegistration(kind, String(r.name ?? ''));
   };
-  const statusOf = (kind: string) => (r: Msg) => {
-    const name = String(r.name ?? '');
-    if (name !== '') throw new MeshError('NOT_FOUND', `Unable to find ${kind} shared memory region: '${name}'`);
+  const status = (kind: SharedMemoryKind) => (r: Msg, auth: string | undefined) => {
+    queries.authorize(auth);
+    checkRegionStatus(kind, String(r.name ?? ''));
     return { regions: {} };
   };
+  const unregister = (_r: Msg, auth: string | undefined) => {
+    queries.authorize(auth);
+    return {};
+  };
   return {
-    SystemSharedMemoryStatus: unary(statusOf('system')),
-    SystemSharedMemoryRegister: unary(refuse('system')),
-    SystemSharedMemoryUnregister: unary(() => ({})),
-    CudaSharedMemoryStatus: unary(statusOf('cuda')),
-    CudaSharedMemoryRegister: unary(refuse('CUDA')),
-    CudaSharedMemoryUnregister: unary(() => ({})),
+    SystemSharedMemoryStatus: unary(status('system')),
+    SystemSharedMemoryRegister: unary(register('system')),
+    SystemSharedMemoryUnregister: unary(unregister),
+    CudaSharedMemoryStatus: unary(status('cuda')),
+    CudaSharedMemoryRegister: unary(register('cuda')),
+    CudaSharedMemoryUnregister: unary(unregister),
   };
 }
 

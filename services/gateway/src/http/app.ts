@@ -7,6 +7,7 @@ import { MSG } from '../infer/messages.js';
 import { answerError } from '../pipeline/error-answer.js';
 import type { InferPipeline } from '../pipeline/infer-pipeline.js';
 import type { MeshQueries } from '../pipeline/queries.js';
+import { checkRegionStatus, refuseRegistration } from '../pipeline/shared-memory.js';
 import { compress, decodeBody, parseHeaderLength, responseCompression } from './encoding.js';
 import { lingerOverLimitBody } from './over-limit-body.js';
 
@@ -239,6 +240,31 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
   app.post('/v2/repository/index', index);
   app.post('/v2/repository/:repository/index', index);
+
+  // Shared memory: no region is ever registered (see shared-memory.ts); status is an empty list.
+  for (const kind of ['system', 'cuda'] as const) {
+    const base = `/v2/${kind}sharedmemory`;
+    const status = guarded<{ name?: string }>((req, reply) => {
+      queries.authorize(authHeader(req));
+      checkRegionStatus(kind, req.params.name);
+      return reply.send([]);
+    });
+    const unregister = guarded((req, reply) => {
+      queries.authorize(authHeader(req));
+      return reply.code(200).send();
+    });
+    app.get(`${base}/status`, status);
+    app.get(`${base}/region/:name/status`, status);
+    app.post(
+      `${base}/region/:name/register`,
+      guarded<{ name: string }>((req) => {
+        queries.authorize(authHeader(req));
+        refuseRegistration(kind, req.params.name);
+      }),
+    );
+    app.post(`${base}/unregister`, unregister);
+    app.post(`${base}/region/:name/unregister`, unregister);
+  }
 
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0] ?? '';
