@@ -63,14 +63,38 @@ export function parameterValue(p: InferParameterMsg | undefined): ParameterValue
   return choice === undefined ? undefined : (p?.[choice] as ParameterValue | undefined);
 }
 
-function uintParameter(key: string, p: InferParameterMsg): number {
+// Triton's gRPC front end reads `priority` from either integer type and `timeout` from int64 only.
+function priorityParameter(p: InferParameterMsg): number {
   const v = parameterValue(p);
-  const integer = p.parameter_choice === 'int64_param' || p.parameter_choice === 'uint64_param';
-  if (!integer || typeof v !== 'number' || v < 0) {
-    throw new MeshError('INVALID_ARGUMENT', `invalid value type for '${key}' parameter, expected uint64_param.`);
+  if (p.parameter_choice === 'int64_param' && typeof v === 'number') {
+    if (v < 0) throw new MeshError('INVALID_ARGUMENT', "invalid value for 'priority', expected value >= 0.");
+    return v;
   }
+  if (p.parameter_choice === 'uint64_param' && typeof v === 'number') return v;
+  throw new MeshError(
+    'INVALID_ARGUMENT',
+    "invalid value type for 'priority' parameter, expected int64_param or uint64_param.",
+  );
+}
+
+function timeoutParameter(p: InferParameterMsg): number {
+  const v = parameterValue(p);
+  if (p.parameter_choice !== 'int64_param' || typeof v !== 'number')
+    throw new MeshError('INVALID_ARGUMENT', "invalid value type for 'timeout' parameter, expected int64_param.");
+  // Triton stores it as an unsigned count, so a negative one is a timeout too long to matter.
+  return Math.max(v, 0);
+}
+
+function classificationParameter(p: InferParameterMsg): number {
+  const v = parameterValue(p);
+  if (p.parameter_choice !== 'int64_param' || typeof v !== 'number')
+    throw new MeshError('INVALID_ARGUMENT', "invalid value type for 'classification' parameter, expected int64_param");
+  if (v <= 0) throw new MeshError('INVALID_ARGUMENT', "invalid value for 'classification' parameter, expected >= 0");
   return v;
 }
+
+/** The `triton_` keys a gRPC request may carry (Triton's TRITON_RESERVED_REQUEST_PARAMS). */
+const ALLOWED_TRITON_KEYS = ['triton_enable_empty_final_response'];
 
 /**
  * A ModelInferRequest as the pipeline's ParsedInfer, with the checks
@@ -87,11 +111,14 @@ export function decodeInferRequest(req: ModelInferRequestMsg, model: string, max
   let timeoutUs = 0;
   const parameters: Record<string, ParameterValue> = {};
   for (const [key, p] of Object.entries(req.parameters ?? {})) {
-    if (key === 'priority') priority = uintParameter(key, p);
-    else if (key === 'timeout') timeoutUs = uintParameter(key, p);
+    if (key === 'priority') priority = priorityParameter(p);
+    else if (key === 'timeout') timeoutUs = timeoutParameter(p);
     else if (key === 'binary_data_output') continue;
-    else {
-      if (key.startsWith('triton_')) throw new MeshError('INVALID_ARGUMENT', MSG.reservedParameter());
+    else if (key.startsWith('triton_')) {
+      // A mesh model answers each request once, and that answer is already final: the flag asks nothing more.
+      if (!ALLOWED_TRITON_KEYS.includes(key))
+        throw new MeshError('INVALID_ARGUMENT', MSG.reservedGrpcParameter(ALLOWED_TRITON_KEYS));
+    } else {
       const v = parameterValue(p);
       if (v === undefined) throw new MeshError('INVALID_ARGUMENT', MSG.parameterType(key));
       Object.defineProperty(parameters, key, { value: v, enumerable: true, writable: true, configurable: true });
@@ -143,7 +170,7 @@ export function decodeInferRequest(req: ModelInferRequestMsg, model: string, max
     }
     if (shm) throw new MeshError('UNSUPPORTED', MSG.sharedMemory('output', o.name));
     const k = params.classification;
-    const classification = k === undefined ? 0 : uintParameter('classification', k);
+    const classification = k === undefined ? 0 : classificationParameter(k);
     // gRPC outputs always travel as raw bytes.
     return { name: o.name, classification, binary: true };
   });

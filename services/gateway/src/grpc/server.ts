@@ -55,6 +55,9 @@ type Msg = Record<string, unknown>;
 
 const INFERENCE_SERVICE = 'inference.GRPCInferenceService';
 
+/** Triton marks every stream answer with whether it is the request's last; a mesh model answers once. */
+const FINAL_RESPONSE = { triton_final_response: { bool_param: true } };
+
 /** A request whose bytes are not a message of its type (see tolerant()). */
 class MalformedRequest {
   constructor(readonly reason: string) {}
@@ -186,7 +189,6 @@ export class GrpcFrontend {
     malformed(req);
     const { pipeline, maxTensorElements } = this.deps;
     const version = req.model_version === '' ? undefined : req.model_version;
-    let deadline = deadlineMs;
     const {
       result,
       request,
@@ -200,16 +202,9 @@ export class GrpcFrontend {
       ...(version !== undefined ? { version } : {}),
       versionFrom: 'field',
       ...(auth !== undefined ? { authorization: auth } : {}),
-      decode: (model) => {
-        const parsed = decodeInferRequest(req, model.name, maxTensorElements);
-        // The `timeout` parameter is a deadline too: the mesh drops the request once it passes.
-        if (parsed.timeoutUs > 0) deadline = Math.min(deadline ?? Infinity, Date.now() + parsed.timeoutUs / 1000);
-        return parsed;
-      },
-      // Read once decoded, so the `timeout` parameter counts.
-      get deadlineMs() {
-        return deadline;
-      },
+      // The `timeout` parameter is the queue policy's, as over REST (see the batcher).
+      decode: (model) => decodeInferRequest(req, model.name, maxTensorElements),
+      ...(deadlineMs !== undefined ? { deadlineMs } : {}),
       signal,
     });
     const outputs = selectOutputs(result, request.outputs, true).map((o) => o.tensor);
@@ -357,13 +352,14 @@ export class GrpcFrontend {
       inFlight++;
       this.infer(req, auth, deadlineOf(call.getDeadline()), abort.signal, call.metadata)
         .then(
-          (res) => ({ error_message: '', infer_response: res }),
+          (res) => ({ error_message: '', infer_response: { ...res, parameters: FINAL_RESPONSE } }),
           (err) => {
             const a = answerError(err, 'grpc', this.deps);
             const infer_response = {
               model_name: req.model_name,
               model_version: req.model_version,
               ...(req.id !== '' ? { id: req.id } : {}),
+              parameters: FINAL_RESPONSE,
             };
             return { error_message: a.body.error, infer_response };
           },

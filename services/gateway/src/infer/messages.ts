@@ -53,6 +53,8 @@ export const MSG = {
     `inference header size should be in range (0, ${contentLength}), got: ${got}`,
   reservedParameter: () =>
     "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+  reservedGrpcParameter: (allowed: readonly string[]) =>
+    `parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: ${allowed.join(' ')}`,
   parameterType: (key: string) =>
     `parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`,
   inputContent: (set: readonly string[]) =>

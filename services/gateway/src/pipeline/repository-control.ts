@@ -215,9 +215,8 @@ export class RepositoryControl {
     const { states } = this.deps;
     await this.admit(call);
     const name = call.model;
-    if (!states.model(name)) {
-      throw new MeshError('INVALID_ARGUMENT', `failed to unload '${name}', no model of that name is known`);
-    }
+    // Unloading a model no one knows changes nothing, and succeeds, as in Triton.
+    if (!states.model(name)) return;
     const gen = await states.registry.setControl(name, 'unload');
     this.deps.log?.info({ model: name, generation: gen }, 'unload requested');
     await states.refresh();
