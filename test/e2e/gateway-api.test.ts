@@ -517,6 +517,10 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     const s1 = await read();
     assert.equal(s1.inference_stats.success?.count, (s0.inference_stats.success?.count ?? 0) + 5);
     assert.equal(s1.inference_stats.queue?.count, s1.inference_stats.success?.count);
+    // Queue time is measured across processes to the microsecond, not in whole milliseconds: five
+    // queue times that each came out whole would sum to a multiple of 1 ms.
+    const queueNs = (s1.inference_stats.queue?.ns ?? 0) - (s0.inference_stats.queue?.ns ?? 0);
+    assert.ok(Number.isInteger(queueNs) && queueNs > 0 && queueNs % 1_000_000 !== 0, `queue ns ${queueNs}`);
     assert.equal(s1.inference_count - s0.inference_count, 9);
     assert.equal(s1.execution_count - s0.execution_count, 5);
     assert.ok(s1.last_inference >= t0 - 5);

@@ -36,7 +36,7 @@ export interface InferRequestMessage {
   timeoutUs: number;
   /** Absolute deadline, ms since the epoch. */
   deadline: number;
-  /** When the gateway accepted it, ms since the epoch. */
+  /** When the gateway accepted it, ms since the epoch, with a fraction (to the microsecond). */
   acceptedAt: number;
   replyTo: string;
   correlationId: string;

@@ -73,7 +73,11 @@ export const newLaneStages = (): LaneStages => ({
   doneAt: 0,
 });
 
-const epochMs = () => performance.timeOrigin + performance.now();
+/**
+ * The wall clock to the microsecond (Date.now() counts whole milliseconds, as long as a tiny
+ * request's whole queue time); here rather than from the tracing package, which the lanes do not load.
+ */
+export const epochMs = () => performance.timeOrigin + performance.now();
 
 /**
  * Run one batch on a lane: drop expired members, assemble the rest into the
@@ -86,7 +90,7 @@ export async function executeBatch(
   engine: Engine,
   pool: BufferPool,
   batchBody: Uint8Array,
-  now = Date.now(),
+  now = epochMs(),
   stages = newLaneStages(),
   stored?: StoredRequests,
 ): Promise<ReplyGroup[]> {
@@ -212,7 +216,7 @@ async function runChunk(
         response(r, {
           outputs: (sliced[i] ?? []).filter((t) => !wanted || wanted.has(t.name)),
           timings: {
-            queueNs: Math.max(0, now - r.acceptedAt) * 1e6,
+            queueNs: Math.round(Math.max(0, now - r.acceptedAt) * 1e6),
             computeInputNs,
             computeInferNs,
             computeOutputNs,

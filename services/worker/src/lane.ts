@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { type BatchMessage, decode, type InferRequestMessage } from '@ge-mesh/protocol';
 import { BufferPool, type Engine, type EngineModelSpec } from '@ge-mesh/runtime';
 import { createEngine } from './engines.js';
-import { executeBatch, newLaneStages } from './execute-batch.js';
+import { epochMs, executeBatch, newLaneStages } from './execute-batch.js';
 import type { LaneRequest, LaneResponse } from './lane-messages.js';
 import { TEST_CRASH_ON_REQUEST } from './test-faults.js';
 
@@ -42,7 +42,7 @@ port.on('message', async (msg: LaneRequest) => {
   if (!engine) return;
   if (TEST_CRASH_ON_REQUEST) crashIfMarked(msg.batch);
   const stages = newLaneStages();
-  const replies = await executeBatch(spec, engine, pool, msg.batch, Date.now(), stages, msg.stored);
+  const replies = await executeBatch(spec, engine, pool, msg.batch, epochMs(), stages, msg.stored);
   // Each group's body owns its memory (see executeBatch): moved to the main thread, not copied.
   port.postMessage(
     { type: 'done', seq: msg.seq, replies, stages } satisfies LaneResponse,
