@@ -114,6 +114,10 @@ describe('end to end: gateway gRPC API', { timeout: 300_000 }, () => {
       S.NOT_FOUND,
       "Request for unknown model: 'tiny' version 7 is not found",
     ]);
+    assert.deepEqual(await client.error('ModelMetadata', { name: 'tiny', version: 'x' }), [
+      S.INVALID_ARGUMENT,
+      "failed to get model version from specified version string 'x' (details: stol), version should be an integral value > 0",
+    ]);
 
     // ModelConfig: the same content as REST's /config.
     const { config } = (await client.call('ModelConfig', { name: 'resnet18', version: '' })) as { config: Msg };

@@ -71,8 +71,6 @@ describe("Triton's trace and logging extensions", { timeout: 180_000 }, () => {
         trace_level: ['TIMESTAMPS'],
         trace_rate: '1',
         trace_count: '-1',
-        log_frequency: '0',
-        trace_file: '',
         trace_mode: 'opentelemetry',
       },
     });
@@ -118,7 +116,8 @@ describe("Triton's trace and logging extensions", { timeout: 180_000 }, () => {
     };
     await bad('/v2/trace/setting', { trace_rate: '0' }, 400, /trace_rate must be an integer of at least 1/);
     await bad('/v2/trace/setting', { trace_level: ['LOUD'] }, 400, /trace_level must be OFF, TIMESTAMPS or TENSORS/);
-    await bad('/v2/trace/setting', { trace_file: '/tmp/t.json' }, 400, /can not be updated through network protocol/);
+    await bad('/v2/trace/setting', { trace_file: '/tmp/t.json' }, 501, /can not be updated through network protocol/);
+    await bad('/v2/trace/setting', { trace_level: ['OFF', 'TIMESTAMPS'] }, 400, /Expect only one trace level 'OFF'/);
     await bad('/v2/trace/setting', { colour: 'red' }, 400, /unknown trace setting 'colour'/);
     await bad('/v2/models/nope/trace/setting', {}, 404, /unknown model/);
   });
@@ -200,7 +199,12 @@ describe("Triton's trace and logging extensions", { timeout: 180_000 }, () => {
     await call('POST', '/v2/logging', { log_format: 'default', log_verbose_level: 0 });
 
     const refused = await call('POST', '/v2/logging', { log_verbose_level: -1 });
-    assert.equal(refused.status, 400);
+    assert.deepEqual(refused, {
+      status: 400,
+      body: { error: 'attempt to access JSON non-unsigned-integer as unsigned-integer' },
+    });
+    const file = await call('POST', '/v2/logging', { log_file: '/tmp/mesh.log' });
+    assert.equal(file.status, 501);
     assert.equal((await call('POST', '/v2/logging', { loud: true })).status, 400);
   });
 

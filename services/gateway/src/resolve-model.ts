@@ -4,6 +4,8 @@ import type { ModelStates } from './model-states.js';
 
 /** Versions are integers, as in Triton's route regexes; anything else is an unknown path. */
 const VERSION = /^[0-9]+$/;
+/** What std::stol can read a number from: optional space and sign, then a digit. */
+const STOL_READS = /^\s*[+-]?[0-9]/;
 
 /** A version as the mesh names it ("01" → "1"); NOT_FOUND for a non-integer. */
 export function canonicalVersion(v: string): string {
@@ -51,6 +53,13 @@ export function resolveNamedModel(
   version: string | undefined,
 ): { model: RepositoryModel; version: string } {
   if (version === undefined || version === '') return resolveModel(states, name);
+  // Triton reads the field with std::stol, which refuses text that does not start with an integer.
+  if (!STOL_READS.test(version)) {
+    throw new MeshError(
+      'INVALID_ARGUMENT',
+      `failed to get model version from specified version string '${version}' (details: stol), version should be an integral value > 0`,
+    );
+  }
   if (!VERSION.test(version)) {
     throw new MeshError('MODEL_VERSION_NOT_FOUND', TRITON_MESSAGES.unknownVersion(name, version));
   }

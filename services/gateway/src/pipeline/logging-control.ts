@@ -2,6 +2,7 @@ import { MeshError } from '@ge-mesh/protocol';
 import type { RuntimeSettings } from '@ge-mesh/store';
 import { applyLogSettings, isLogSettings, type Logger, type LogSettings, logSettingsOfLevel } from '@ge-mesh/telemetry';
 import type { Authorizer } from '../auth.js';
+import { JSON_TYPE } from '../infer/messages.js';
 
 /** The section of the shared runtime settings every service follows. */
 export const LOGGING_SECTION = 'logging';
@@ -54,7 +55,11 @@ export class LoggingControl {
   }
 }
 
-/** Triton's rules: a JSON object of known settings, each of its type; others keep their value. */
+/**
+ * Triton's rules: a JSON object of known settings, each of its type (with TritonJson's texts); a
+ * null value changes nothing; others keep their value. An unknown key is refused rather than
+ * ignored, so a misspelt setting is not silently lost.
+ */
 export function mergeLogSettings(current: LogSettings, body: unknown): LogSettings {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new MeshError('INVALID_ARGUMENT', 'the log settings must be a JSON object');
@@ -62,20 +67,26 @@ export function mergeLogSettings(current: LogSettings, body: unknown): LogSettin
   const next: { -readonly [K in keyof LogSettings]: LogSettings[K] } = { ...current };
   for (const [key, value] of Object.entries(body)) {
     if (!FIELDS.has(key)) throw new MeshError('INVALID_ARGUMENT', `unknown log setting '${key}'`);
+    if (value === null) continue;
     if ((BOOLEAN_FIELDS as readonly string[]).includes(key)) {
-      if (typeof value !== 'boolean') throw new MeshError('INVALID_ARGUMENT', `expect '${key}' to be a boolean`);
+      if (typeof value !== 'boolean') throw new MeshError('INVALID_ARGUMENT', JSON_TYPE.bool);
       next[key as (typeof BOOLEAN_FIELDS)[number]] = value;
     } else if (key === 'log_verbose_level') {
-      if (!Number.isInteger(value) || (value as number) < 0)
-        throw new MeshError('INVALID_ARGUMENT', "expect 'log_verbose_level' to be a non-negative integer");
+      if (!Number.isInteger(value) || (value as number) < 0) throw new MeshError('INVALID_ARGUMENT', JSON_TYPE.uint);
       next.log_verbose_level = value as number;
     } else if (key === 'log_format') {
+      if (typeof value !== 'string') throw new MeshError('INVALID_ARGUMENT', JSON_TYPE.string);
+      // Triton answers this with UNAVAILABLE; it is the client's mistake, so 400.
       if (value !== 'default' && value !== 'ISO8601')
-        throw new MeshError('INVALID_ARGUMENT', "expect 'log_format' to be 'default' or 'ISO8601'");
+        throw new MeshError('INVALID_ARGUMENT', `invalid argument for --log_format, got: ${value}`);
       next.log_format = value;
     } else if (key === 'log_file') {
+      // The value read back is taken, so settings read, changed and sent back work.
       if (value !== '' && value !== current.log_file)
-        throw new MeshError('INVALID_ARGUMENT', 'log_file cannot be set: every service logs to its standard output');
+        throw new MeshError(
+          'UNSUPPORTED',
+          'log file location can not be updated through network protocol (every service logs to its standard output)',
+        );
     }
   }
   return next;

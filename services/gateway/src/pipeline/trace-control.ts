@@ -5,19 +5,22 @@ import type { Authorizer } from '../auth.js';
 /** The section of the shared runtime settings the gateways follow. */
 export const TRACE_SECTION = 'trace';
 
-/** Triton's trace settings, as its trace extension reads and writes them (numbers as strings). */
+/**
+ * Triton's trace settings as its trace extension answers them in OpenTelemetry mode (numbers as
+ * strings): `log_frequency` and `trace_file` belong to Triton's own trace files and are left out,
+ * as Triton leaves them out in that mode.
+ */
 export interface TraceSettings {
   readonly trace_level: string[];
   readonly trace_rate: string;
   readonly trace_count: string;
-  readonly log_frequency: string;
-  readonly trace_file: string;
   readonly trace_mode: string;
 }
 
 type TraceField = 'trace_level' | 'trace_rate' | 'trace_count' | 'log_frequency';
 /** A model's overrides; a field it lacks follows the global settings. */
-type Overrides = Partial<Pick<TraceSettings, TraceField>>;
+type Overrides = Partial<Record<TraceField, string | string[]>>;
+type Effective = TraceSettings & { readonly log_frequency: string };
 interface Shared {
   global: Overrides;
   models: Record<string, Overrides>;
@@ -49,25 +52,30 @@ export class TraceControl {
 
   constructor(private readonly deps: TraceControlDeps) {}
 
-  private defaults(): TraceSettings {
+  private defaults(): Effective {
     return {
       trace_level: [this.deps.tracing ? 'TIMESTAMPS' : 'OFF'],
       trace_rate: '1',
       trace_count: '-1',
+      // Taken and kept, as Triton takes it in OpenTelemetry mode, but not shown.
       log_frequency: '0',
-      trace_file: '',
       trace_mode: 'opentelemetry',
     };
   }
 
-  private effective(model?: string): TraceSettings {
-    return { ...this.defaults(), ...this.shared.global, ...(model ? this.shared.models[model] : {}) };
+  private effective(model?: string): Effective {
+    return { ...this.defaults(), ...this.shared.global, ...(model ? this.shared.models[model] : {}) } as Effective;
+  }
+
+  private answer(model?: string): TraceSettings {
+    const { trace_level, trace_rate, trace_count, trace_mode } = this.effective(model);
+    return { trace_level, trace_rate, trace_count, trace_mode };
   }
 
   get(authorization: string | undefined, model?: string): TraceSettings {
     this.deps.auth.check(authorization, model);
     if (model !== undefined) this.requireModel(model);
-    return this.effective(model);
+    return this.answer(model);
   }
 
   /** An admin key changes them: a field set to null goes back to the global value (or the default). */
@@ -89,7 +97,7 @@ export class TraceControl {
       throw new MeshError('UNAVAILABLE', 'the trace settings could not be shared with the gateways; try again');
     }
     this.applyShared(shared);
-    return this.effective(model);
+    return this.answer(model);
   }
 
   /**
@@ -137,7 +145,7 @@ export function parseTraceChanges(body: unknown): Partial<Record<TraceField, str
   for (const [key, raw] of Object.entries(body)) {
     if (key === 'trace_file') {
       throw new MeshError(
-        'INVALID_ARGUMENT',
+        'UNSUPPORTED',
         'trace file location can not be updated through network protocol (traces go to the OTLP exporter: OTEL_EXPORTER_OTLP_ENDPOINT)',
       );
     }
@@ -161,16 +169,18 @@ export function parseTraceChanges(body: unknown): Partial<Record<TraceField, str
       const bad = strings.find((l) => !LEVELS.has(l));
       if (bad !== undefined || strings.length === 0)
         throw new MeshError('INVALID_ARGUMENT', `trace_level must be OFF, TIMESTAMPS or TENSORS, got '${bad ?? ''}'`);
+      if (strings.includes('OFF') && strings.length > 1)
+        throw new MeshError('INVALID_ARGUMENT', "Expect only one trace level 'OFF' is specified");
       out.trace_level = strings;
     } else if (key === 'trace_rate' || key === 'trace_count' || key === 'log_frequency') {
-      const v = strings[0] ?? '';
+      const v = strings.join(',');
+      if (strings.length !== 1 || !/^-?\d+$/.test(v))
+        throw new MeshError('INVALID_ARGUMENT', `Unable to parse '${key}', got: ${v}`);
       const n = Number(v);
-      const min = key === 'trace_count' ? -1 : key === 'trace_rate' ? 1 : 0;
-      if (strings.length !== 1 || !/^-?\d+$/.test(v) || n < min)
-        throw new MeshError(
-          'INVALID_ARGUMENT',
-          `${key} must be an integer of at least ${min}, got '${strings.join(',')}'`,
-        );
+      if (key === 'trace_count' && n < -1)
+        throw new MeshError('INVALID_ARGUMENT', `Unable to parse 'trace_count'. Expecting value >= -1, got:${v}`);
+      const min = key === 'trace_rate' ? 1 : key === 'trace_count' ? -1 : 0;
+      if (n < min) throw new MeshError('INVALID_ARGUMENT', `${key} must be an integer of at least ${min}, got '${v}'`);
       out[key] = String(n);
     } else {
       throw new MeshError('INVALID_ARGUMENT', `unknown trace setting '${key}'`);
