@@ -72,4 +72,28 @@ describe('gRPC request parameters read as Triton reads them', () => {
     );
     refused(request({}, { classification: int64(0) }), "invalid value for 'classification' parameter, expected >= 0");
   });
+
+  it("typed contents: one field, of the input's datatype, else Triton's texts", () => {
+    const typed = (datatype: string, contents: ModelInferRequestMsg['inputs'][number]['contents']) => ({
+      ...request({}),
+      inputs: [{ name: 'x', datatype, shape: [1, 2], parameters: {}, ...(contents ? { contents } : {}) }],
+      raw_input_contents: [],
+    });
+    const bytes = (r: ModelInferRequestMsg) => [...(decode(r).inputs[0]?.data ?? [])];
+    assert.deepEqual(bytes(typed('INT8', { int_contents: [-1, 2] })), [255, 2]);
+    assert.deepEqual(bytes(typed('UINT16', { uint_contents: [1, 258] })), [1, 0, 2, 1]);
+    refused(
+      typed('FP32', { int_contents: [1, 2] }),
+      "unexpected explicit tensor data for input tensor 'x' for model 'tiny' of type 'INT32', expected datatype 'FP32'",
+    );
+    refused(
+      typed('FP16', { fp32_contents: [1, 2] }),
+      "unexpected explicit tensor data for input tensor 'x' for model 'tiny' of type 'FP32', expected datatype 'FP16'",
+    );
+    refused(
+      typed('FP32', { fp32_contents: [1, 2], fp64_contents: [1, 2] }),
+      "unexpected explicit tensor data for input tensor 'x' for model 'tiny', binary data was already supplied.",
+    );
+    refused(typed('FP32', undefined), "unable to find data for input tensor 'x' for model 'tiny' in request.");
+  });
 });

@@ -156,7 +156,9 @@ export function decodeInferRequest(req: ModelInferRequestMsg, model: string, max
       }
       return { name, datatype, shape, data: raw[i] as Buffer };
     }
-    return { name, datatype, shape, data: contentsToBytes(datatype, io.contents ?? {}) };
+    if (!io.contents) throw new MeshError('INVALID_ARGUMENT', MSG.noInputData(name, model));
+    checkTypedContents(name, model, datatype, io.contents);
+    return { name, datatype, shape, data: contentsToBytes(datatype, io.contents) };
   });
 
   const outputNames = new Set<string>();
@@ -187,6 +189,33 @@ export function decodeInferRequest(req: ModelInferRequestMsg, model: string, max
 
 function hasContents(c: TensorContentsMsg): boolean {
   return Object.values(c).some((v) => Array.isArray(v) && v.length > 0);
+}
+
+/** The datatype each typed field carries; int_contents and uint_contents also carry the narrower types. */
+const CONTENTS_TYPE: Record<keyof TensorContentsMsg, (dt: DataType) => DataType> = {
+  bool_contents: () => 'BOOL',
+  int_contents: (dt) => (dt === 'INT8' || dt === 'INT16' ? dt : 'INT32'),
+  int64_contents: () => 'INT64',
+  uint_contents: (dt) => (dt === 'UINT8' || dt === 'UINT16' ? dt : 'UINT32'),
+  uint64_contents: () => 'UINT64',
+  fp32_contents: () => 'FP32',
+  fp64_contents: () => 'FP64',
+  bytes_contents: () => 'BYTES',
+};
+
+/** Triton's checks of typed contents: one field, and the one of the input's datatype. */
+function checkTypedContents(name: string, model: string, dt: DataType, c: TensorContentsMsg): void {
+  let supplied = false;
+  for (const [field, typeOf] of Object.entries(CONTENTS_TYPE) as [
+    keyof TensorContentsMsg,
+    (dt: DataType) => DataType,
+  ][]) {
+    if ((c[field]?.length ?? 0) === 0) continue;
+    if (supplied) throw new MeshError('INVALID_ARGUMENT', MSG.contentsAlreadySupplied(name, model));
+    const sent = typeOf(dt);
+    if (sent !== dt) throw new MeshError('INVALID_ARGUMENT', MSG.contentsDatatype(name, model, sent, dt));
+    supplied = true;
+  }
 }
 
 /** Typed contents as the datatype's little-endian bytes; FP16/BF16 have no typed field (left empty). */

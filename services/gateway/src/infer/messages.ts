@@ -53,6 +53,13 @@ export const MSG = {
     `inference header size should be in range (0, ${contentLength}), got: ${got}`,
   reservedParameter: () =>
     "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+  // gRPC front end: typed contents (infer_handler.cc).
+  noInputData: (name: string, model: string) =>
+    `unable to find data for input tensor '${name}' for model '${model}' in request.`,
+  contentsAlreadySupplied: (name: string, model: string) =>
+    `unexpected explicit tensor data for input tensor '${name}' for model '${model}', binary data was already supplied.`,
+  contentsDatatype: (name: string, model: string, sent: string, dt: string) =>
+    `unexpected explicit tensor data for input tensor '${name}' for model '${model}' of type '${sent}', expected datatype '${dt}'`,
   reservedGrpcParameter: (allowed: readonly string[]) =>
     `parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: ${allowed.join(' ')}`,
   parameterType: (key: string) =>
