@@ -118,7 +118,8 @@ export const MSG = {
     `input '${input}' has no shape but model requires batch dimension for '${model}'`,
   batchMismatch: (input: string, model: string) =>
     `input '${input}' batch size does not match other inputs for '${model}'`,
-  // GE Mesh: Triton lets a 0-row request through to the backend.
+  // GE Mesh: Triton's core drops a 0 batch dim and then refuses the empty data as a byte-size
+  // mismatch against one row's size; this names the cause instead.
   batchZero: (model: string) => `inference request batch-size must be >= 1 for '${model}'`,
   datatypeMismatch: (input: string, got: DataType, model: string, expected: DataType) =>
     `inference input '${input}' data-type is '${got}', but model '${model}' expects '${expected}'`,

@@ -41,8 +41,9 @@ const CLASSIFIABLE: ReadonlySet<DataType> = new Set<DataType>([
  * and the queue timeout. Throws MeshError with Triton's message.
  *
  * Beyond Triton: a required input is missed by name (Triton only counts), a
- * 0-row batch is refused, BYTES elements may not run past the data, and an
- * FP16/BF16 output asked as JSON fails here instead of after inference.
+ * 0-row batch is refused by name (Triton as a byte-size mismatch), BYTES
+ * elements may not run past the data, and an FP16/BF16 output asked as JSON
+ * fails here instead of after inference.
  */
 export function validateInfer(parsed: ParsedInfer, config: ModelConfig): ValidatedInfer {
   const model = config.name;
