@@ -59,6 +59,22 @@ describe('gRPC request parameters read as Triton reads them', () => {
     const parsed = decode(request({ triton_enable_empty_final_response: bool(true), mine: int64(4) }));
     assert.deepEqual(parsed.parameters, { mine: 4 });
     refused(
+      request({ triton_enable_empty_final_response: int64(1) }),
+      "invalid value type for 'triton_enable_empty_final_response' parameter, expected bool_param.",
+    );
+    refused(
+      request({ sequence_start: { parameter_choice: 'string_param', string_param: 'yes' } }),
+      "invalid value type for 'sequence_start' parameter, expected bool_param.",
+    );
+    refused(
+      request({ sequence_id: bool(true) }),
+      "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.",
+    );
+    assert.deepEqual(decode(request({ sequence_id: int64(7), sequence_end: bool(false) })).parameters, {
+      sequence_id: 7,
+      sequence_end: false,
+    });
+    refused(
       request({ triton_other: bool(true) }),
       "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
     );

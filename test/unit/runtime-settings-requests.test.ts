@@ -46,6 +46,23 @@ describe('trace setting requests', () => {
     );
   });
 
+  it("gRPC's texts where its front end words them differently; trace_file is checked first", () => {
+    refused(
+      () => parseTraceChanges({ trace_rate: ['2', '3'] }, 'grpc'),
+      'INVALID_ARGUMENT',
+      "expect only 1 value for 'trace_rate'",
+    );
+    refused(
+      () => parseTraceChanges({ trace_count: ['-5'] }, 'grpc'),
+      'INVALID_ARGUMENT',
+      "Unable to parse 'trace_count'. Expecting value >= -1, got: -5",
+    );
+    assert.throws(
+      () => parseTraceChanges({ trace_rate: 'abc', trace_file: '/tmp/t.json' }),
+      (err: unknown) => err instanceof MeshError && err.code === 'UNSUPPORTED',
+    );
+  });
+
   it('refuses what Triton would ignore: a rate of 0, an unknown level or key', () => {
     refused(
       () => parseTraceChanges({ trace_rate: '0' }),
@@ -93,5 +110,28 @@ describe('log setting requests', () => {
       'log file location can not be updated through network protocol (every service logs to its standard output)',
     );
     refused(() => mergeLogSettings(current, { loud: true }), 'INVALID_ARGUMENT', "unknown log setting 'loud'");
+  });
+
+  it("gRPC's own texts for the same mistakes", () => {
+    refused(
+      () => mergeLogSettings(current, { log_info: 'yes' }, 'grpc'),
+      'INVALID_ARGUMENT',
+      "expect boolean for 'log_info'",
+    );
+    refused(
+      () => mergeLogSettings(current, { log_verbose_level: 'high' }, 'grpc'),
+      'INVALID_ARGUMENT',
+      "expect int32 for 'log_verbose_level'",
+    );
+    refused(
+      () => mergeLogSettings(current, { log_format: 3 }, 'grpc'),
+      'INVALID_ARGUMENT',
+      "expect string for 'log_format'",
+    );
+    refused(
+      () => mergeLogSettings(current, { log_format: 'bogus' }, 'grpc'),
+      'INVALID_ARGUMENT',
+      'invalid argument for log_format, got: bogus',
+    );
   });
 });

@@ -93,6 +93,21 @@ function classificationParameter(p: InferParameterMsg): number {
   return v;
 }
 
+/** The sequence parameters Triton's gRPC front end reads, with the value types it takes (passed on as given). */
+const SEQUENCE_PARAMETERS: Record<string, readonly NonNullable<InferParameterMsg['parameter_choice']>[]> = {
+  sequence_id: ['int64_param', 'string_param'],
+  sequence_start: ['bool_param'],
+  sequence_end: ['bool_param'],
+};
+
+function requireChoice(key: string, p: InferParameterMsg, choices: readonly string[]): void {
+  if (p.parameter_choice !== undefined && choices.includes(p.parameter_choice)) return;
+  throw new MeshError(
+    'INVALID_ARGUMENT',
+    `invalid value type for '${key}' parameter, expected ${choices.join(' or ')}.`,
+  );
+}
+
 /** The `triton_` keys a gRPC request may carry (Triton's TRITON_RESERVED_REQUEST_PARAMS). */
 const ALLOWED_TRITON_KEYS = ['triton_enable_empty_final_response'];
 
@@ -118,7 +133,10 @@ export function decodeInferRequest(req: ModelInferRequestMsg, model: string, max
       // A mesh model answers each request once, and that answer is already final: the flag asks nothing more.
       if (!ALLOWED_TRITON_KEYS.includes(key))
         throw new MeshError('INVALID_ARGUMENT', MSG.reservedGrpcParameter(ALLOWED_TRITON_KEYS));
+      requireChoice(key, p, ['bool_param']);
     } else {
+      const typed = SEQUENCE_PARAMETERS[key];
+      if (typed) requireChoice(key, p, typed);
       const v = parameterValue(p);
       if (v === undefined) throw new MeshError('INVALID_ARGUMENT', MSG.parameterType(key));
       Object.defineProperty(parameters, key, { value: v, enumerable: true, writable: true, configurable: true });

@@ -19,6 +19,7 @@ export async function traceSetting(control: TraceControl, auth: string | undefin
           auth,
           model,
           Object.fromEntries(entries.map(([k, v]) => [k, (v.value ?? []).length === 0 ? null : (v.value as string[])])),
+          'grpc',
         );
   return Object.fromEntries(
     Object.entries(current).map(([k, v]) => [k, { value: Array.isArray(v) ? v : [String(v)] }]),
@@ -32,7 +33,7 @@ export async function logSettings(control: LoggingControl, auth: string | undefi
   const current =
     entries.length === 0
       ? control.get(auth)
-      : await control.update(auth, Object.fromEntries(entries.map(([k, v]) => [k, chosenValue(v)])));
+      : await control.update(auth, Object.fromEntries(entries.map(([k, v]) => [k, chosenValue(v)])), 'grpc');
   return Object.fromEntries(
     Object.entries(current).map(([k, v]) => [
       k,

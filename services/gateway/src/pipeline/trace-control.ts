@@ -79,10 +79,15 @@ export class TraceControl {
   }
 
   /** An admin key changes them: a field set to null goes back to the global value (or the default). */
-  async update(authorization: string | undefined, model: string | undefined, body: unknown): Promise<TraceSettings> {
+  async update(
+    authorization: string | undefined,
+    model: string | undefined,
+    body: unknown,
+    protocol: SettingsProtocol = 'http',
+  ): Promise<TraceSettings> {
     this.deps.auth.requireAdmin(authorization);
     if (model !== undefined) this.requireModel(model);
-    const changes = parseTraceChanges(body);
+    const changes = parseTraceChanges(body, protocol);
     const shared: Shared = { global: { ...this.shared.global }, models: { ...this.shared.models } };
     const scope: Overrides = { ...(model === undefined ? shared.global : shared.models[model]) };
     for (const [k, v] of Object.entries(changes) as [TraceField, string | string[] | null][]) {
@@ -136,19 +141,30 @@ export class TraceControl {
   }
 }
 
-/** Triton's checks of a trace setting request body. */
-export function parseTraceChanges(body: unknown): Partial<Record<TraceField, string | string[] | null>> {
+/** Which of Triton's front ends a settings request came through: their texts differ slightly. */
+export type SettingsProtocol = 'http' | 'grpc';
+
+/**
+ * Triton's checks of a trace setting request body, with the texts of its HTTP or gRPC front end.
+ * More lenient than Triton's HTTP reader in one way: numbers may be JSON numbers and a single
+ * level a bare string.
+ */
+export function parseTraceChanges(
+  body: unknown,
+  protocol: SettingsProtocol = 'http',
+): Partial<Record<TraceField, string | string[] | null>> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new MeshError('INVALID_ARGUMENT', 'the trace settings must be a JSON object');
   }
+  // Checked before every other setting, as Triton does.
+  if (Object.hasOwn(body, 'trace_file')) {
+    throw new MeshError(
+      'UNSUPPORTED',
+      'trace file location can not be updated through network protocol (traces go to the OTLP exporter: OTEL_EXPORTER_OTLP_ENDPOINT)',
+    );
+  }
   const out: Partial<Record<TraceField, string | string[] | null>> = {};
   for (const [key, raw] of Object.entries(body)) {
-    if (key === 'trace_file') {
-      throw new MeshError(
-        'UNSUPPORTED',
-        'trace file location can not be updated through network protocol (traces go to the OTLP exporter: OTEL_EXPORTER_OTLP_ENDPOINT)',
-      );
-    }
     if (key === 'trace_mode') {
       if (raw !== 'opentelemetry')
         throw new MeshError('INVALID_ARGUMENT', "trace_mode is 'opentelemetry' and cannot change");
@@ -173,12 +189,16 @@ export function parseTraceChanges(body: unknown): Partial<Record<TraceField, str
         throw new MeshError('INVALID_ARGUMENT', "Expect only one trace level 'OFF' is specified");
       out.trace_level = strings;
     } else if (key === 'trace_rate' || key === 'trace_count' || key === 'log_frequency') {
+      if (strings.length > 1 && protocol === 'grpc')
+        throw new MeshError('INVALID_ARGUMENT', `expect only 1 value for '${key}'`);
       const v = strings.join(',');
       if (strings.length !== 1 || !/^-?\d+$/.test(v))
         throw new MeshError('INVALID_ARGUMENT', `Unable to parse '${key}', got: ${v}`);
       const n = Number(v);
-      if (key === 'trace_count' && n < -1)
-        throw new MeshError('INVALID_ARGUMENT', `Unable to parse 'trace_count'. Expecting value >= -1, got:${v}`);
+      if (key === 'trace_count' && n < -1) {
+        const got = protocol === 'grpc' ? `got: ${v}` : `got:${v}`;
+        throw new MeshError('INVALID_ARGUMENT', `Unable to parse 'trace_count'. Expecting value >= -1, ${got}`);
+      }
       const min = key === 'trace_rate' ? 1 : key === 'trace_count' ? -1 : 0;
       if (n < min) throw new MeshError('INVALID_ARGUMENT', `${key} must be an integer of at least ${min}, got '${v}'`);
       out[key] = String(n);
