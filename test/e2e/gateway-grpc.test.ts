@@ -99,6 +99,11 @@ describe('end to end: gateway gRPC API', { timeout: 300_000 }, () => {
     assert.deepEqual(await client.call('ModelReady', { name: 'tiny', version: '' }), { ready: true });
     assert.deepEqual(await client.call('ModelReady', { name: 'tiny', version: '1' }), { ready: true });
     assert.deepEqual(await client.call('ModelReady', { name: 'nope', version: '' }), { ready: false });
+    // A version that is not a number is refused before any model is looked up, as Triton's std::stol refuses it.
+    const notANumber =
+      "failed to get model version from specified version string 'x' (details: stol), version should be an integral value > 0";
+    for (const rpc of ['ModelReady', 'ModelStatistics'])
+      assert.deepEqual(await client.error(rpc, { name: 'tiny', version: 'x' }), [S.INVALID_ARGUMENT, notANumber], rpc);
     assert.deepEqual(await client.call('ModelMetadata', { name: 'tiny', version: '' }), {
       name: 'tiny',
       versions: ['1'],
@@ -116,7 +121,7 @@ describe('end to end: gateway gRPC API', { timeout: 300_000 }, () => {
     ]);
     assert.deepEqual(await client.error('ModelMetadata', { name: 'tiny', version: 'x' }), [
       S.INVALID_ARGUMENT,
-      "failed to get model version from specified version string 'x' (details: stol), version should be an integral value > 0",
+      notANumber,
     ]);
 
     // ModelConfig: the same content as REST's /config.

@@ -43,6 +43,18 @@ export function resolveModel(
 }
 
 /**
+ * A version sent as a message field, read as Triton's front ends read it (std::stol): text that
+ * does not start with an integer is INVALID_ARGUMENT, with Triton's text.
+ */
+export function checkVersionField(version: string): void {
+  if (version === '' || STOL_READS.test(version)) return;
+  throw new MeshError(
+    'INVALID_ARGUMENT',
+    `failed to get model version from specified version string '${version}' (details: stol), version should be an integral value > 0`,
+  );
+}
+
+/**
  * `resolveModel` for a version sent as a message field (AMQP, gRPC) rather
  * than a path segment: empty means none, and a version that is not an
  * integer is an unknown version, not an unknown route.
@@ -53,13 +65,7 @@ export function resolveNamedModel(
   version: string | undefined,
 ): { model: RepositoryModel; version: string } {
   if (version === undefined || version === '') return resolveModel(states, name);
-  // Triton reads the field with std::stol, which refuses text that does not start with an integer.
-  if (!STOL_READS.test(version)) {
-    throw new MeshError(
-      'INVALID_ARGUMENT',
-      `failed to get model version from specified version string '${version}' (details: stol), version should be an integral value > 0`,
-    );
-  }
+  checkVersionField(version);
   if (!VERSION.test(version)) {
     throw new MeshError('MODEL_VERSION_NOT_FOUND', TRITON_MESSAGES.unknownVersion(name, version));
   }

@@ -243,8 +243,10 @@ export class GrpcFrontend {
           queries.ready(auth, ref(r));
           return { ready: !this.draining };
         } catch (err) {
-          // Triton answers "not ready" for unknown or unavailable models; only auth is an error.
-          if (err instanceof MeshError && (err.code === 'UNAUTHENTICATED' || err.code === 'FORBIDDEN')) throw err;
+          // Triton answers "not ready" for unknown or unavailable models; auth and a version that is not
+          // a number (Triton's INVALID_ARGUMENT) are errors.
+          if (err instanceof MeshError && ['UNAUTHENTICATED', 'FORBIDDEN', 'INVALID_ARGUMENT'].includes(err.code))
+            throw err;
           return { ready: false };
         }
       }),

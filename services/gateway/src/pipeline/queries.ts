@@ -3,7 +3,7 @@ import type { Authorizer, Principal } from '../auth.js';
 import { modelConfigJson } from '../http/model-config-json.js';
 import { modelMetadata } from '../http/model-metadata.js';
 import type { ModelIndexEntry, ModelStates } from '../model-states.js';
-import { canonicalVersion, resolveModel, resolveNamedModel } from '../resolve-model.js';
+import { canonicalVersion, checkVersionField, resolveModel, resolveNamedModel } from '../resolve-model.js';
 import type { InferenceStats } from '../stats/inference-stats.js';
 
 export interface QueryDeps {
@@ -93,7 +93,8 @@ export class MeshQueries {
       if (version === undefined) {
         for (const v of ready) rows.push({ model: name, version: v });
       } else {
-        // A path's non-integer version is an unknown route; a field's is just not available.
+        // A path's non-integer version is an unknown route; a field's is refused as Triton reads it, or not available.
+        if (versionFrom === 'field') checkVersionField(version);
         const v = versionFrom === 'path' || /^[0-9]+$/.test(version) ? canonicalVersion(version) : version;
         if (!ready.includes(v)) {
           throw new MeshError('INVALID_ARGUMENT', `requested model version is not available for model '${name}'`);
