@@ -143,7 +143,7 @@ describe('end to end: validation with Triton status codes and texts', { timeout:
       '/v2/models/tiny/infer',
       '{"inputs":[{"name":"x",',
       400,
-      'failed to parse the request JSON buffer: Expected double-quoted property name in JSON at position 23',
+      'failed to parse the request JSON buffer: Missing a name for object member. at 23',
     ],
   ];
   for (const [name, path, body, status, error] of cases) {

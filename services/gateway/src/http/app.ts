@@ -3,7 +3,7 @@ import type { Logger } from '@ge-mesh/telemetry';
 import type { InferenceMetrics } from '@ge-mesh/telemetry/metrics';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { encodeInferResponse, parseInferBody } from '../infer/index.js';
-import { MSG } from '../infer/messages.js';
+import { parseJsonBody } from '../infer/json-syntax-error.js';
 import { answerError } from '../pipeline/error-answer.js';
 import type { InferPipeline } from '../pipeline/infer-pipeline.js';
 import type { MeshQueries } from '../pipeline/queries.js';
@@ -223,12 +223,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
     let readyOnly = false;
     if (body.length > 0) {
-      let doc: unknown;
-      try {
-        doc = JSON.parse(body.toString('utf8'));
-      } catch (err) {
-        throw new MeshError('BAD_JSON', MSG.badJson((err as Error).message));
-      }
+      const doc = parseJsonBody(body);
       if (typeof doc === 'object' && doc !== null && Object.hasOwn(doc, 'ready')) {
         const r = (doc as { ready: unknown }).ready;
         if (typeof r !== 'boolean')

@@ -1,7 +1,7 @@
 import { MeshError } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MSG } from '../infer/messages.js';
+import { parseJsonBody } from '../infer/json-syntax-error.js';
 import { answerError } from '../pipeline/error-answer.js';
 import type { ControlParameter, RepositoryControl } from '../pipeline/repository-control.js';
 import { decodeBody } from './encoding.js';
@@ -25,12 +25,7 @@ export function registerRepositoryRoutes(app: FastifyInstance, deps: RepositoryR
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
     if (body.length === 0) return {};
-    let doc: unknown;
-    try {
-      doc = JSON.parse(body.toString('utf8'));
-    } catch (err) {
-      throw new MeshError('BAD_JSON', MSG.badJson((err as Error).message));
-    }
+    const doc = parseJsonBody(body);
     const params = (doc as { parameters?: unknown } | null)?.parameters;
     if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) {
       throw new MeshError('INVALID_ARGUMENT', `failed to ${action} '${name}', 'parameters' must be a JSON object`);

@@ -1,7 +1,6 @@
-import { MeshError } from '@ge-mesh/protocol';
 import type { Logger } from '@ge-mesh/telemetry';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MSG } from '../infer/messages.js';
+import { parseJsonBody } from '../infer/json-syntax-error.js';
 import { answerError } from '../pipeline/error-answer.js';
 import type { LoggingControl } from '../pipeline/logging-control.js';
 import type { TraceControl } from '../pipeline/trace-control.js';
@@ -26,11 +25,7 @@ export function registerSettingsRoutes(app: FastifyInstance, deps: SettingsRoute
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const body = await decodeBody(raw, req.headers['content-encoding'], deps.maxBodyBytes);
     if (body.length === 0) return {};
-    try {
-      return JSON.parse(body.toString('utf8')) as unknown;
-    } catch (err) {
-      throw new MeshError('BAD_JSON', MSG.badJson((err as Error).message));
-    }
+    return parseJsonBody(body);
   };
   const handle =
     (fn: (req: FastifyRequest<{ Params: Params }>) => unknown) =>

@@ -1,4 +1,5 @@
 import { type DataType, isDataType, MeshError, type ParameterValue, type WireTensor } from '@ge-mesh/protocol';
+import { badJson } from './json-syntax-error.js';
 import { jsonToBytes, jsonToFixed } from './json-to-tensor.js';
 import {
   isNanToken,
@@ -54,7 +55,7 @@ export function parseInferBody(
     doc = parseLenientJson(text);
   } catch (err) {
     if (err instanceof MeshError) throw err;
-    throw new MeshError('BAD_JSON', MSG.badJson((err as Error).message));
+    throw badJson(body.subarray(0, jsonLength), err);
   }
   if (!isObject(doc.value)) throw new MeshError('BAD_JSON', MSG.badJson('the request is not a JSON object'));
 
