@@ -7,6 +7,7 @@ import { request } from 'undici';
 import {
   DATATYPES_ROW,
   type GatewayRepository,
+  LABELS,
   makeGatewayRepository,
   ORT_DATATYPES,
 } from '../support/gateway-repository.js';
@@ -59,7 +60,7 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
   const ref = new Reference();
 
   before(async () => {
-    repo = await makeGatewayRepository({ datatypes: true, broken: true });
+    repo = await makeGatewayRepository({ datatypes: true, broken: true, labelled: true });
     const metricsPort = await freePort();
     metricsUrl = `http://127.0.0.1:${metricsPort}`;
     mesh = await startTestMesh({
@@ -314,6 +315,16 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     assert.deepEqual(
       c.outputs[0]?.data.map((s) => s.split(':')[1]),
       [...top(0), ...top(1)],
+    );
+    // With the output's label_filename, each entry names its class: "value:index:label".
+    const r6 = await infer('/v2/models/labelled/infer', {
+      inputs: [{ name: 'x', shape: [2, 16], datatype: 'FP32', data: Array.from(x) }],
+      outputs: [{ name: 'y', parameters: { classification: 2 } }],
+    });
+    const labelled = (json(r6) as { outputs: Array<{ data: string[] }> }).outputs[0]?.data ?? [];
+    assert.deepEqual(
+      labelled.map((s) => s.split(':').slice(1)),
+      [...top(0), ...top(1)].map((i) => [i, LABELS[Number(i)]]),
     );
 
     // Header length that lies about the body; binary size with no header.
@@ -570,6 +581,7 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
       all.model_stats.map((s) => [s.name, s.version]),
       [
         ['datatypes', '1'],
+        ['labelled', '1'],
         ['tiny', '1'],
       ],
     );
@@ -614,6 +626,7 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
       [
         ['broken', undefined, 'UNAVAILABLE'],
         ['datatypes', '1', 'READY'],
+        ['labelled', '1', 'READY'],
         ['tiny', '1', 'READY'],
       ],
     );
@@ -622,7 +635,7 @@ describe('end to end: gateway REST API', { timeout: 300_000 }, () => {
     const ready = await call('POST', '/v2/repository/index', { body: '{"ready":true}' });
     assert.deepEqual(
       (JSON.parse(ready.text) as Array<{ name: string }>).map((r) => r.name),
-      ['datatypes', 'tiny'],
+      ['datatypes', 'labelled', 'tiny'],
     );
     assert.equal((await call('POST', '/v2/repository/any/index', { body: '{"ready":false}' })).text, index.text);
     expectError(

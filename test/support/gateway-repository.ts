@@ -22,6 +22,9 @@ export const ORT_DATATYPES: readonly DataType[] = [
   'FP64',
 ];
 
+/** The `labelled` model's class labels, by output index. */
+export const LABELS = ['cat', 'dog', 'bird', 'fish'];
+
 /** Rows × elements per row of every `datatypes` tensor. */
 export const DATATYPES_ROW = 3;
 
@@ -38,10 +41,11 @@ export interface GatewayRepository {
  * - `datatypes` (optional): one Identity per datatype onnxruntime runs,
  *   `in_<DT>` → `out_<DT>`, dims [3], max_batch_size 2, one tier of 2;
  * - `open` (optional): tiny again, with `gemesh_auth: "none"`;
- * - `broken` (optional): a folder whose config does not load.
+ * - `broken` (optional): a folder whose config does not load;
+ * - `labelled` (optional): tiny again, its output `y` with `label_filename` (LABELS, one per class).
  */
 export async function makeGatewayRepository(
-  opts: { datatypes?: boolean; open?: boolean; broken?: boolean } = {},
+  opts: { datatypes?: boolean; open?: boolean; broken?: boolean; labelled?: boolean } = {},
 ): Promise<GatewayRepository> {
   await ensureDemoModels(DEMO_REPOSITORY, { only: ['tiny'] });
   const dir = await mkdtemp(join(tmpdir(), 'gemesh-gw-'));
@@ -59,6 +63,23 @@ export async function makeGatewayRepository(
       '# Identity per datatype; inputs and outputs come from the model file.\nbackend: "onnxruntime"\nmax_batch_size: 2\ndynamic_batching { preferred_batch_size: [ 2 ] }\n',
     );
     models.push('datatypes');
+  }
+  if (opts.labelled) {
+    await copyModel('tiny', 'labelled', dir);
+    await writeFile(
+      join(dir, 'labelled', 'config.pbtxt'),
+      [
+        'name: "labelled"',
+        'backend: "onnxruntime"',
+        'max_batch_size: 8',
+        'input [{ name: "x", data_type: TYPE_FP32, dims: [16] }]',
+        'output [{ name: "y", data_type: TYPE_FP32, dims: [4], label_filename: "labels.txt" }]',
+        'dynamic_batching { preferred_batch_size: [1, 2, 4, 8] }',
+        '',
+      ].join('\n'),
+    );
+    await writeFile(join(dir, 'labelled', 'labels.txt'), `${LABELS.join('\n')}\n`);
+    models.push('labelled');
   }
   if (opts.broken) {
     await mkdir(join(dir, 'broken', '1'), { recursive: true });

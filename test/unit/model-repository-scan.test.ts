@@ -261,3 +261,42 @@ describe('loadRepository: inputs and outputs read from the ONNX file', () => {
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+describe('loadModel: label files', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gemesh-labels-'));
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  /** A model `name` whose output `y` names `labelFile`; `labels` is written to `labels.txt` when given. */
+  async function model(name: string, labelFile: string, labels?: string): Promise<void> {
+    await mkdir(join(dir, name, '1'), { recursive: true });
+    await writeFile(join(dir, name, '1', 'model.onnx'), 'not read');
+    await writeFile(
+      join(dir, name, 'config.pbtxt'),
+      `backend: "onnxruntime"\nmax_batch_size: 2\ninput [{ name: "x", data_type: TYPE_FP32, dims: [4] }]\n` +
+        `output [{ name: "y", data_type: TYPE_FP32, dims: [3], label_filename: "${labelFile}" }]\n`,
+    );
+    if (labels !== undefined) await writeFile(join(dir, name, 'labels.txt'), labels);
+  }
+
+  it('reads one label per line, the class index being the line number, as Triton does', async () => {
+    await model('good', 'labels.txt', 'cat\ndog\n\nfish\n');
+    const m = await loadModel(dir, 'good');
+    assert.deepEqual(m.labels?.get('y'), ['cat', 'dog', '', 'fish']);
+  });
+
+  it('fails the load when the file is missing or outside the model folder', async () => {
+    await model('missing', 'labels.txt');
+    const missing = await meshError(loadModel(dir, 'missing'));
+    assert.ok(missing instanceof ConfigError);
+    assert.match(missing.message, /labels\.txt: cannot read the labels of output 'y' \(label_filename\) \(ENOENT\)$/);
+    await model('outside', '../good/labels.txt', 'a\n');
+    const outside = await meshError(loadModel(dir, 'outside'));
+    assert.match(
+      outside.message,
+      /label file path '\.\.\/good\/labels\.txt' of output 'y' is outside the model's folder$/,
+    );
+  });
+});

@@ -169,6 +169,8 @@ export interface RepositoryModel {
   readonly configFile?: string;
   /** Versions that will be served (after version_policy), highest first. */
   readonly versions: readonly ModelVersion[];
+  /** Class labels per output name, read from each output's `label_filename` at load. */
+  readonly labels?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** A scanned model repository. */

@@ -5,7 +5,7 @@
  */
 import type { Dirent } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
 import { ConfigError } from './config-error.js';
 import { checkEnsembleSteps } from './ensemble-config.js';
@@ -134,7 +134,48 @@ export async function loadModel(dir: string, name: string, options: LoadOptions 
     }
     versions.push(Object.freeze({ version, modelPath }));
   }
-  return Object.freeze({ name, dir: modelDir, config, configFile, versions: Object.freeze(versions) });
+  const labels = await readLabels(modelDir, configFile, config);
+  return Object.freeze({
+    name,
+    dir: modelDir,
+    config,
+    configFile,
+    versions: Object.freeze(versions),
+    ...(labels.size > 0 ? { labels } : {}),
+  });
+}
+
+/**
+ * Each output's `label_filename`, read at load as Triton reads it: a file in the model's folder,
+ * one label per line (the class index is the line number); a missing one fails the load.
+ */
+async function readLabels(
+  modelDir: string,
+  configFile: string,
+  config: RepositoryModel['config'],
+): Promise<ReadonlyMap<string, readonly string[]>> {
+  const labels = new Map<string, readonly string[]>();
+  for (const output of config.output) {
+    if (output.labelFilename === undefined) continue;
+    const path = resolve(modelDir, output.labelFilename);
+    if (!path.startsWith(resolve(modelDir) + sep)) {
+      throw new ConfigError({
+        kind: 'invalid',
+        file: configFile,
+        detail: `label file path '${output.labelFilename}' of output '${output.name}' is outside the model's folder`,
+      });
+    }
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (e) {
+      throw ioError(path, e, `cannot read the labels of output '${output.name}' (label_filename)`);
+    }
+    const lines = text.split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    labels.set(output.name, Object.freeze(lines));
+  }
+  return labels;
 }
 
 /**

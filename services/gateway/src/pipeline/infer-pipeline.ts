@@ -142,6 +142,7 @@ export class InferPipeline {
         version,
         ...(request.clientId !== undefined ? { id: request.clientId } : {}),
         outputs: res.outputs ?? [],
+        ...(model.labels ? { labels: model.labels } : {}),
       },
     };
   }
