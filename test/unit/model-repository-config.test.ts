@@ -214,7 +214,8 @@ describe('parseModelConfig: defaults and runtime', () => {
   it('reads version policies', () => {
     const policy = (vp: string) => parse(`backend: "onnxruntime"\n${IO}${vp}`).versionPolicy;
     assert.deepEqual(policy(''), { kind: 'latest', numVersions: 1 });
-    assert.deepEqual(policy('version_policy { }'), { kind: 'latest', numVersions: 1 });
+    // Present but empty: no policy chosen, which Triton serves as all (latest 1 fills in only when absent).
+    assert.deepEqual(policy('version_policy { }'), { kind: 'all' });
     assert.deepEqual(policy('version_policy { latest { num_versions: 3 } }'), { kind: 'latest', numVersions: 3 });
     assert.deepEqual(policy('version_policy { all { } }'), { kind: 'all' });
     assert.deepEqual(policy('version_policy { specific { versions: [ 2, 10, 2 ] } }'), {

@@ -596,8 +596,9 @@ function readVersionPolicy(raw: Msg, r: Reader): VersionPolicy {
     });
     return { kind: 'specific', versions: [...new Set(versions)].sort((a, b) => b - a) };
   }
-  // `version_policy {}`: Triton's default.
-  return { kind: 'latest', numVersions: 1 };
+  // `version_policy {}`: no policy chosen, which Triton serves as `all` (its `latest { 1 }` default
+  // fills in only when the field is absent).
+  return { kind: 'all' };
 }
 
 /** A Map whose mutators throw, so a frozen config cannot be changed through it. */

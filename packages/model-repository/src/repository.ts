@@ -101,13 +101,21 @@ export async function loadModel(dir: string, name: string, options: LoadOptions 
 
   let config: RepositoryModel['config'];
   let served: string[];
+  const versionWarnings: string[] = [];
   if (hasIO(raw) || raw.platform === 'ensemble') {
     // Check the whole config before looking at versions, so its errors come first.
     config = modelConfigFromMessage(raw, { file: configFile, modelName: name });
-    served = selectVersions(available, config.versionPolicy as VersionPolicy, raw, configFile, modelDir);
+    served = selectVersions(
+      available,
+      config.versionPolicy as VersionPolicy,
+      raw,
+      configFile,
+      modelDir,
+      versionWarnings,
+    );
   } else {
     // Missing inputs/outputs are read from the model file of the highest served version.
-    served = selectVersions(available, versionPolicyOf(raw, configFile), raw, configFile, modelDir);
+    served = selectVersions(available, versionPolicyOf(raw, configFile), raw, configFile, modelDir, versionWarnings);
     const filename = (raw.default_model_filename as string | undefined) || 'model.onnx';
     const modelFile = join(modelDir, served[0] as string, filename);
     let modelBytes: Uint8Array;
@@ -119,6 +127,9 @@ export async function loadModel(dir: string, name: string, options: LoadOptions 
     config = modelConfigFromMessage(raw, { file: configFile, modelName: name, modelBytes, modelFile });
   }
 
+  if (versionWarnings.length > 0) {
+    config = Object.freeze({ ...config, warnings: Object.freeze([...(config.warnings ?? []), ...versionWarnings]) });
+  }
   const versions: ModelVersion[] = [];
   for (const version of served) {
     // An ensemble's version folder holds no model file (Triton's layout: an empty `1/`).
@@ -227,6 +238,8 @@ function selectVersions(
   raw: TextMessage,
   configFile: string,
   modelDir: string,
+  /** Where what loads anyway but deserves a line in the log goes. */
+  warnings: string[],
 ): string[] {
   let served: string[];
   if (policy.kind === 'latest') served = available.slice(0, policy.numVersions);
@@ -234,15 +247,14 @@ function selectVersions(
   else {
     const specific = (raw.version_policy as TextMessage).specific as TextMessage;
     const listed = (specific.versions as number[]).map(String);
+    // As Triton: a listed version without its folder is reported and the others load.
     listed.forEach((v, i) => {
       if (!available.includes(v)) {
-        throw new ConfigError({
-          kind: 'io',
-          file: configFile,
-          position: sourcePosition(specific, 'versions', i),
-          field: `version_policy.specific.versions[${i}]`,
-          detail: `version_policy lists version ${v}, but there is no folder ${join(modelDir, v)}`,
-        });
+        const where = sourcePosition(specific, 'versions', i);
+        const at = where ? `${configFile}:${where.line}:${where.column}` : configFile;
+        warnings.push(
+          `${at}: version_policy lists version ${v}, but there is no folder ${join(modelDir, v)}; it is not served`,
+        );
       }
     });
     served = available.filter((v) => listed.includes(v));
