@@ -131,7 +131,8 @@ describe('worker warmup samples', () => {
         warmup(`
         { name: "zeros" batch_size: 2 inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } } },
         { name: "rand" batch_size: 5 inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] random_data: true } } count: 3 },
-        { name: "file" inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "x.bin" } } }`),
+        { name: "file" batch_size: 1 inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "x.bin" } } },
+        { name: "skipped, as Triton skips batch_size 0" inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } } }`),
       ),
     );
     assert.deepEqual(
@@ -174,11 +175,38 @@ describe('worker warmup samples', () => {
         e.detail === "warmup 'w' has batch_size 9, above the largest tier 8; lower it or add a tier",
     );
     assert.throws(
-      () => config(w('', 'TYPE_STRING')),
+      () => config(w('batch_size: 1', 'TYPE_STRING')),
       (e: unknown) =>
         e instanceof ConfigError &&
         e.field === 'model_warmup[0].inputs["x"].data_type' &&
         /^warmup 'w' input 'x' has data_type TYPE_STRING; warmup needs a fixed-size type/.test(e.detail),
+    );
+    // Inputs the model has, every dim given and the config's, and a source of data; Triton refuses
+    // the last three too (at load, or when the sample runs).
+    const refusal = (entry: string, field: string, detail: RegExp) =>
+      assert.throws(
+        () => config(warmup(`{ name: "w" batch_size: 1 ${entry} }`)),
+        (e: unknown) => e instanceof ConfigError && e.field === field && detail.test(e.detail),
+      );
+    refusal(
+      'inputs { key: "q" value: { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } }',
+      'model_warmup[0].inputs["q"]',
+      /^warmup 'w' names input 'q', which the model does not have \(inputs: x\)$/,
+    );
+    refusal(
+      'inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true } }',
+      'model_warmup[0].inputs["x"].dims',
+      /^warmup 'w' input 'x' has dims \[-1\]; the model's are \[16\]/,
+    );
+    refusal(
+      'inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 8 ] zero_data: true } }',
+      'model_warmup[0].inputs["x"].dims',
+      /^warmup 'w' input 'x' has dims \[8\]/,
+    );
+    refusal(
+      'inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] } }',
+      'model_warmup[0].inputs["x"]',
+      /^warmup 'w' input 'x' sets no data; set zero_data: true, random_data: true or input_data_file$/,
     );
     // The typed entry the worker reads.
     assert.deepEqual(config(w('batch_size: 3 count: 2')).warmup, [
@@ -189,7 +217,7 @@ describe('worker warmup samples', () => {
   it('refuses an unreadable or wrong-sized warmup file when the warmup runs', async () => {
     const x = (file: string) =>
       warmup(
-        `{ name: "w" inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "${file}" } } }`,
+        `{ name: "w" batch_size: 1 inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "${file}" } } }`,
       );
     await assert.rejects(warmupSamples(model(x('short.bin'))), {
       message: "model_warmup 'w': short.bin has 10 bytes, input 'x' needs 64",

@@ -228,7 +228,7 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
     defaultModelFilename: str(raw, 'default_model_filename') || DEFAULT_MODEL_FILENAME,
     parameters,
     versionPolicy: readVersionPolicy(raw, r),
-    warmup: readWarmup(raw, maxBatchSize, tiers, gears, r),
+    warmup: readWarmup(raw, maxBatchSize, tiers, gears, input, r),
     responseCache: bool((raw.response_cache as Msg | undefined) ?? {}, 'enable'),
     warnings,
     raw,
@@ -398,22 +398,27 @@ function readInstanceGroups(raw: Msg, modelName: string, r: Reader): InstanceGro
 
 /**
  * `model_warmup`, checked here so a bad entry fails the load with its line:
- * batch_size within the largest tier, a fixed-size data_type per input, and
- * for a model with gears a shape some gear runs. An input_data_file is read
- * (and its size checked) when the warmup runs.
+ * batch_size within the largest tier, inputs the model has, each with a
+ * fixed-size data_type, its dims (every one given, and the config's where
+ * the config fixes them) and a source of data, and for a model with gears a
+ * shape some gear runs. A sample of batch_size 0 (unset) is skipped, as
+ * Triton skips it. An input_data_file is read (and its size checked) when the
+ * warmup runs.
  */
 function readWarmup(
   raw: Msg,
   maxBatchSize: number,
   tiers: readonly number[],
   gears: GearSet | undefined,
+  modelInputs: readonly TensorConfig[],
   r: Reader,
 ): WarmupConfig[] {
   const largest = tiers[tiers.length - 1] ?? 1;
-  return list(raw, 'model_warmup').map((w, k) => {
+  const samples = list(raw, 'model_warmup').map((w, k): WarmupConfig | undefined => {
     const name = str(w, 'name') || `model_warmup[${k}]`;
     const field = `model_warmup[${k}]`;
-    const rows = maxBatchSize > 0 ? Math.max(1, num(w, 'batch_size')) : 1;
+    if (num(w, 'batch_size') === 0) return undefined;
+    const rows = maxBatchSize > 0 ? num(w, 'batch_size') : 1;
     if (rows > largest) {
       r.fail(
         `warmup '${name}' has batch_size ${rows}, above the largest tier ${largest}; lower it or add a tier`,
@@ -423,6 +428,33 @@ function readWarmup(
     }
     const inputs = Object.entries((w.inputs as Record<string, Msg> | undefined) ?? {}).map(
       ([input, spec]): WarmupInput => {
+        const at = `${field}.inputs["${input}"]`;
+        const declared = modelInputs.find((i) => i.name === input);
+        if (!declared) {
+          r.fail(
+            `warmup '${name}' names input '${input}', which the model does not have (inputs: ${modelInputs.map((i) => i.name).join(', ')})`,
+            sourcePosition(w, 'inputs'),
+            at,
+          );
+        }
+        const dims = nums(spec, 'dims').map(Number);
+        const fits =
+          dims.length === declared.dims.length &&
+          dims.every((d, i) => d >= 1 && [d, -1].includes(declared.dims[i] as number));
+        if (!fits) {
+          r.fail(
+            `warmup '${name}' input '${input}' has dims [${dims.join(',')}]; the model's are [${declared.dims.join(',')}] (batch dim excluded), and a warmup sample gives every dim its size`,
+            valuePosition(spec, 'dims') ?? sourcePosition(w, 'inputs'),
+            `${at}.dims`,
+          );
+        }
+        if (spec.zero_data === undefined && spec.random_data === undefined && !str(spec, 'input_data_file')) {
+          r.fail(
+            `warmup '${name}' input '${input}' sets no data; set zero_data: true, random_data: true or input_data_file`,
+            sourcePosition(w, 'inputs'),
+            at,
+          );
+        }
         const dataType = dataTypeFromConfig(str(spec, 'data_type'));
         if (!dataType || elementSize(dataType) === 0) {
           r.fail(
@@ -437,7 +469,7 @@ function readWarmup(
           : bool(spec, 'random_data')
             ? { kind: 'random' }
             : { kind: 'zero' };
-        return { name: input, dataType, dims: nums(spec, 'dims').map(Number), data };
+        return { name: input, dataType, dims, data };
       },
     );
     if (gears) {
@@ -453,6 +485,7 @@ function readWarmup(
     }
     return { name, rows, count: Math.max(1, num(w, 'count')), inputs };
   });
+  return samples.filter((w): w is WarmupConfig => w !== undefined);
 }
 
 function readQueuePolicy(m: Msg | undefined): QueuePolicy {
