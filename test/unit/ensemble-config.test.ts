@@ -63,6 +63,19 @@ describe('ensemble configs checked at load', () => {
     return message.replace(`${join(dir, 'ens', 'config.pbtxt')}`, 'config.pbtxt');
   };
 
+  it('refuses instance groups, warmup and optimization on the ensemble itself, as Triton does', async () => {
+    const chain = [step('f4', { a: 'x' }, { b: 'y' })];
+    const own = (block: string) => `${ensemble(chain)}\n${block}\n`;
+    assert.equal(
+      await refusal(own('instance_group [ { count: 2 } ]')),
+      "config.pbtxt:8:1: an ensemble takes no instance groups: its steps' configs carry them; remove instance_group",
+    );
+    assert.equal(
+      await refusal(own('optimization { priority: PRIORITY_MAX }')),
+      "config.pbtxt:8:1: an ensemble takes no optimization: its steps' configs carry them; remove optimization",
+    );
+  });
+
   it('loads a valid two-step chain, with its steps typed', async () => {
     assert.equal(
       await refusal(ensemble([step('f4', { a: 'x' }, { b: 'mid' }), step('f4', { a: 'mid' }, { b: 'y' })])),

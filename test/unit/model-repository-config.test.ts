@@ -211,6 +211,23 @@ describe('parseModelConfig: defaults and runtime', () => {
     ]);
   });
 
+  it('refuses TensorRT-only tensor flags as Triton does on other platforms; warns that ragged batching is not used', () => {
+    const io = (flag: string) =>
+      `backend: "onnxruntime"\nmax_batch_size: 4\ninput [{ name: "x", data_type: TYPE_FP32, dims: [4] ${flag} }]\noutput [{ name: "y", data_type: TYPE_FP32, dims: [4] }]`;
+    assert.throws(
+      () => parse(io('is_shape_tensor: true')),
+      (e: unknown) =>
+        e instanceof ConfigError && e.field === 'input[0].is_shape_tensor' && /TensorRT feature/.test(e.detail),
+    );
+    assert.throws(
+      () => parse(io('is_non_linear_format_io: true')),
+      (e: unknown) => e instanceof ConfigError && e.field === 'input[0].is_non_linear_format_io',
+    );
+    assert.deepEqual(parse(io('allow_ragged_batch: true')).warnings, [
+      `${FILE}:3:53: input[0].allow_ragged_batch ignored: requests of different shapes are batched apart (or padded to a gear), never concatenated`,
+    ]);
+  });
+
   it('reads version policies', () => {
     const policy = (vp: string) => parse(`backend: "onnxruntime"\n${IO}${vp}`).versionPolicy;
     assert.deepEqual(policy(''), { kind: 'latest', numVersions: 1 });
@@ -306,6 +323,7 @@ describe('parseModelConfig: defaults and runtime', () => {
     assert.deepEqual(c.raw.model_transaction_policy as object, { decoupled: false });
     assert.deepEqual(c.warnings, [
       'all-fields.pbtxt:39:1: optimization ignored: its accelerators and priorities are for other backends',
+      'all-fields.pbtxt:77:5: instance_group[0].host_policy ignored: lanes run on the devices their worker leases',
       'all-fields.pbtxt:79:5: instance_group[1].kind read as KIND_AUTO: each instance is a lane on every device its workers lease (NPU streams or CPU lanes)',
       "all-fields.pbtxt:79:20: instance_group[1].gpus ignored: the devices a model runs on are its workers' leases (and the GE backend's device_ids parameter)",
       'all-fields.pbtxt:79:35: instance_group[1].profile ignored (TensorRT profiles)',

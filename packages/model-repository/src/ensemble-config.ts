@@ -42,6 +42,21 @@ export function readEnsemble(
       'platform "ensemble" needs an ensemble_scheduling block listing its steps',
     );
   }
+  // As Triton: an ensemble has no instances, warmup or optimization of its own (its steps do).
+  for (const [field, what] of [
+    ['instance_group', 'instance groups'],
+    ['model_warmup', 'model_warmup'],
+    ['optimization', 'optimization'],
+  ] as const) {
+    if (field in raw) {
+      fail(
+        file,
+        sourcePosition(raw, field),
+        field,
+        `an ensemble takes no ${what}: its steps' configs carry them; remove ${field}`,
+      );
+    }
+  }
   inputs.forEach((t, i) => {
     if (t.optional) {
       fail(
