@@ -294,3 +294,32 @@ describe('loadModel: label files', () => {
     );
   });
 });
+
+describe('loadModel: the GE backend finds its model file by extension', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gemesh-gefile-'));
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  async function model(name: string, backend: string, files: string[]): Promise<void> {
+    await mkdir(join(dir, name, '1'), { recursive: true });
+    for (const f of files) await writeFile(join(dir, name, '1', f), 'not read');
+    await writeFile(
+      join(dir, name, 'config.pbtxt'),
+      `backend: "${backend}"\nmax_batch_size: 2\ninput [{ name: "x", data_type: TYPE_FP32, dims: [4] }]\n` +
+        `output [{ name: "y", data_type: TYPE_FP32, dims: [4] }]\n`,
+    );
+  }
+
+  it('takes the first *.onnx of the folder for npu_ge, as that backend does; onnxruntime still needs model.onnx', async () => {
+    await model('ge_named', 'npu_ge', ['notes.txt', 'resnet18-v1-7.onnx', 'z-other.onnx']);
+    assert.equal(
+      (await loadModel(dir, 'ge_named')).versions[0]?.modelPath,
+      join(dir, 'ge_named', '1', 'resnet18-v1-7.onnx'),
+    );
+    await model('ort_named', 'onnxruntime', ['resnet18-v1-7.onnx']);
+    const e = await meshError(loadModel(dir, 'ort_named'));
+    assert.match(e.message, /model file not found: version 1 needs model\.onnx/);
+  });
+});

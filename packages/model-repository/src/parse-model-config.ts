@@ -55,6 +55,12 @@ const RUNTIMES: Readonly<Record<string, Runtime>> = {
 
 const DEFAULT_MODEL_FILENAME = 'model.onnx';
 
+/** Whether a config's backend (or platform) is the GE backend's, before the config is read whole. */
+export function namesGeBackend(raw: TextMessage): boolean {
+  const name = (raw.backend as string | undefined) || (raw.platform as string | undefined) || '';
+  return Object.hasOwn(RUNTIMES, name) && RUNTIMES[name] === 'ge';
+}
+
 const DEFAULT_QUEUE_POLICY: QueuePolicy = Object.freeze({
   timeoutAction: 'REJECT',
   defaultTimeoutMicroseconds: 0,
