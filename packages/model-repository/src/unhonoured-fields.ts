@@ -88,30 +88,15 @@ export const UNHONOURED_FIELDS: readonly Rule[] = [
     action: 'warn',
     say: 'ignored (NVDLA devices)',
   },
-  {
-    field: 'input[].is_shape_tensor',
-    when: (v) => v === true,
-    action: 'refuse',
-    say: 'shape tensors are a TensorRT feature, which Triton refuses on other platforms too; remove is_shape_tensor',
-  },
-  {
-    field: 'output[].is_shape_tensor',
-    when: (v) => v === true,
-    action: 'refuse',
-    say: 'shape tensors are a TensorRT feature, which Triton refuses on other platforms too; remove is_shape_tensor',
-  },
-  {
-    field: 'input[].is_non_linear_format_io',
-    when: (v) => v === true,
-    action: 'refuse',
-    say: 'non-linear IO formats are a TensorRT feature, which Triton refuses on other platforms too; remove is_non_linear_format_io',
-  },
-  {
-    field: 'output[].is_non_linear_format_io',
-    when: (v) => v === true,
-    action: 'refuse',
-    say: 'non-linear IO formats are a TensorRT feature, which Triton refuses on other platforms too; remove is_non_linear_format_io',
-  },
+  // TensorRT-only tensor flags, on inputs and outputs alike.
+  ...(['input', 'output'] as const).flatMap((io): Rule[] =>
+    ['is_shape_tensor', 'is_non_linear_format_io'].map((flag) => ({
+      field: `${io}[].${flag}`,
+      when: (v) => v === true,
+      action: 'refuse',
+      say: `a TensorRT feature, which Triton refuses on other platforms too; remove ${flag}`,
+    })),
+  ),
   {
     field: 'input[].allow_ragged_batch',
     when: (v) => v === true,
