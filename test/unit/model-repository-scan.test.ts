@@ -323,3 +323,32 @@ describe('loadModel: the GE backend finds its model file by extension', () => {
     assert.match(e.message, /model file not found: version 1 needs model\.onnx/);
   });
 });
+
+describe('loadModel: a batching config over a model with a fixed first dim', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gemesh-fixed-batch-'));
+    const g = new GraphBuilder('fixed');
+    const x = g.input('x', 'FP32', [1, 4]);
+    g.output(g.op('Relu', [x], {}, 'y'), 'FP32', [1, 4]);
+    for (const [name, backend] of [
+      ['fixed_ort', 'onnxruntime'],
+      ['fixed_ge', 'npu_ge'],
+    ] as const) {
+      await mkdir(join(dir, name, '1'), { recursive: true });
+      await writeFile(join(dir, name, '1', 'model.onnx'), encodeModel(makeModel(g.build())));
+      await writeFile(join(dir, name, 'config.pbtxt'), `backend: "${backend}"\nmax_batch_size: 4\n`);
+    }
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it('is refused for onnxruntime, as its Triton backend refuses it; GE compiles each tier with its own shape', async () => {
+    const e = await meshError(loadModel(dir, 'fixed_ort'));
+    assert.match(
+      e.message,
+      /model input 'x' has a fixed first dim \(1\), so the model takes no batch of rows, but max_batch_size is 4; set max_batch_size: 0, or export the model with a variable first dim$/,
+    );
+    const ge = await loadModel(dir, 'fixed_ge');
+    assert.deepEqual(ge.config.input, [{ name: 'x', dataType: 'FP32', dims: [4], optional: false }]);
+  });
+});

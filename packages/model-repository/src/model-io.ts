@@ -34,6 +34,11 @@ export function tensorsFromModel(
   tensors: readonly ModelFileTensor[],
   role: 'input' | 'output',
   maxBatchSize: number,
+  /**
+   * Whether a fixed first dim rules out batching, as in Triton's onnxruntime backend. The GE runtime
+   * compiles each tier with its own shapes, so there a fixed first dim is only the export's.
+   */
+  batchNeedsVariableFirstDim = false,
 ): TensorConfig[] {
   return tensors.map((t) => {
     if (t.dataType === undefined) {
@@ -49,6 +54,12 @@ export function tensorsFromModel(
     if (maxBatchSize > 0 && t.dims.length === 0) {
       throw new ModelIOError(
         `model ${role} '${t.name}' is a scalar, so it has no batch dim, but max_batch_size is ${maxBatchSize}; set max_batch_size: 0 or list the ${role} in config.pbtxt`,
+      );
+    }
+    const first = t.dims[0] as number;
+    if (maxBatchSize > 0 && batchNeedsVariableFirstDim && first !== -1) {
+      throw new ModelIOError(
+        `model ${role} '${t.name}' has a fixed first dim (${first}), so the model takes no batch of rows, but max_batch_size is ${maxBatchSize}; set max_batch_size: 0, or export the model with a variable first dim`,
       );
     }
     const dims = maxBatchSize > 0 ? t.dims.slice(1) : [...t.dims];

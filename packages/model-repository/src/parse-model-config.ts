@@ -157,8 +157,8 @@ export function modelConfigFromMessage(raw: TextMessage, options: ParseModelConf
       });
     }
     try {
-      if (input.length === 0) input = tensorsFromModel(io.inputs, 'input', maxBatchSize);
-      if (output.length === 0) output = tensorsFromModel(io.outputs, 'output', maxBatchSize);
+      if (input.length === 0) input = tensorsFromModel(io.inputs, 'input', maxBatchSize, runtime === 'ort');
+      if (output.length === 0) output = tensorsFromModel(io.outputs, 'output', maxBatchSize, runtime === 'ort');
     } catch (e) {
       if (!(e instanceof ModelIOError)) throw e;
       throw new ConfigError({ kind: 'invalid', file: modelFile, field: missing, detail: e.message });
