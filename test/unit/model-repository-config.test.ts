@@ -228,6 +228,13 @@ describe('parseModelConfig: defaults and runtime', () => {
     ]);
   });
 
+  it('takes a reshape whose runs between variable-size dims hold the same elements, as Triton does', () => {
+    const c = parse(
+      'backend: "onnxruntime"\ninput { name: "x" data_type: TYPE_FP32 dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] } }\noutput { name: "y" data_type: TYPE_FP32 dims: [ 1 ] }',
+    );
+    assert.deepEqual(c.input[0]?.reshape, [8, -1, 1, 6]);
+  });
+
   it('reads version policies', () => {
     const policy = (vp: string) => parse(`backend: "onnxruntime"\n${IO}${vp}`).versionPolicy;
     assert.deepEqual(policy(''), { kind: 'latest', numVersions: 1 });
@@ -700,6 +707,19 @@ describe('parseModelConfig: rejected configs', () => {
       title: 'a reshape with another element count',
       text: 'backend: "onnxruntime"\ninput { name: "x" data_type: TYPE_FP32 dims: [ 2, 3 ] reshape { shape: [ 5 ] } }\noutput { name: "y" data_type: TYPE_FP32 dims: [ 1 ] }',
       message: "2:55: input 'x' reshape [5] has 5 elements but dims [2,3] have 6; they must hold the same number",
+      field: 'input[0].reshape',
+    },
+    {
+      title: 'a reshape with a variable-size dim where dims have none',
+      text: 'backend: "onnxruntime"\ninput { name: "x" data_type: TYPE_FP32 dims: [ 2, 4 ] reshape { shape: [ 8, -1 ] } }\noutput { name: "y" data_type: TYPE_FP32 dims: [ 1 ] }',
+      message: "2:55: input 'x' reshape [8,-1] has 1 variable-size dims but dims [2,4] have 0; they must have as many",
+      field: 'input[0].reshape',
+    },
+    {
+      title: 'a reshape whose runs between variable-size dims differ',
+      text: 'backend: "onnxruntime"\ninput { name: "x" data_type: TYPE_FP32 dims: [ 2, -1 ] reshape { shape: [ 4, -1 ] } }\noutput { name: "y" data_type: TYPE_FP32 dims: [ 1 ] }',
+      message:
+        "2:56: input 'x' reshape [4,-1] holds 4, 1 elements around its variable-size dims, but dims [2,-1] hold 2, 1; each run must hold the same number",
       field: 'input[0].reshape',
     },
     {

@@ -338,14 +338,31 @@ function readTensors(raw: Msg, role: 'input' | 'output', maxBatchSize: number, r
           `${path}.reshape`,
         );
       }
-      const count = (xs: number[]) => xs.reduce((a, b) => a * b, 1);
-      if (!dims.includes(-1) && !shape.includes(-1) && count(dims) !== count(shape)) {
+      // As Triton compares them: the runs of fixed dims between variable-size (-1) dims must hold
+      // as many elements in both, so [2,4,-1,6] may become [8,-1,1,6] but not [8,-1].
+      const runs = (xs: number[]) => {
+        const out = [1];
+        for (const d of xs) {
+          if (d === -1) out.push(1);
+          else out[out.length - 1] = (out[out.length - 1] as number) * d;
+        }
+        return out;
+      };
+      const [a, b] = [runs(dims), runs(shape)];
+      const problem =
+        a.length !== b.length
+          ? `has ${b.length - 1} variable-size dims but dims [${dims.join(',')}] have ${a.length - 1}; they must have as many`
+          : a.length === 1 && a[0] !== b[0]
+            ? `has ${b[0]} elements but dims [${dims.join(',')}] have ${a[0]}; they must hold the same number`
+            : a.some((n, i) => n !== b[i])
+              ? `holds ${b.join(', ')} elements around its variable-size dims, but dims [${dims.join(',')}] hold ${a.join(', ')}; each run must hold the same number`
+              : undefined;
+      if (problem)
         r.fail(
-          `${role} '${name}' reshape [${shape.join(',')}] has ${count(shape)} elements but dims [${dims.join(',')}] have ${count(dims)}; they must hold the same number`,
+          `${role} '${name}' reshape [${shape.join(',')}] ${problem}`,
           sourcePosition(m, 'reshape'),
           `${path}.reshape`,
         );
-      }
       tensor.reshape = shape;
     }
     const format = str(m, 'format');
