@@ -123,7 +123,7 @@ describe('load with a config override and pushed files', { timeout: 240_000 }, (
     ]);
     assert.deepEqual(await error('pushed2', { config: '{"backend": "onnxruntime", "inputs": []}' }), [
       400,
-      "failed to load 'pushed2', ModelConfig has no field 'inputs' (JSON configs use the .proto's field names, e.g. max_batch_size)",
+      "failed to load 'pushed2', ModelConfig has no field 'inputs' (JSON configs use the .proto's field names or their lowerCamelCase JSON names, e.g. max_batch_size or maxBatchSize)",
     ]);
     assert.deepEqual(await error('pushed2', { config: '{"backend": "onnxruntime"}', 'file:../model.onnx': bytes }), [
       400,

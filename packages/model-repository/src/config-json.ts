@@ -39,14 +39,16 @@ function writeMessage(
   indent: string,
 ): void {
   if (!isObject(doc)) fail(what, path, `${path || 'the config'} must be a JSON object (${schema.name})`);
-  for (const [key, value] of Object.entries(doc)) {
+  for (const [jsonKey, value] of Object.entries(doc)) {
+    // protobuf's JSON reader (Triton's) takes a field's lowerCamelCase JSON name too.
+    const key = schema.fields[jsonKey] ? jsonKey : jsonKey.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
     const field = schema.fields[key];
     const at = path ? `${path}.${key}` : key;
     if (!field) {
       fail(
         what,
         at,
-        `${schema.name} has no field '${key}' (JSON configs use the .proto's field names, e.g. max_batch_size)`,
+        `${schema.name} has no field '${jsonKey}' (JSON configs use the .proto's field names or their lowerCamelCase JSON names, e.g. max_batch_size or maxBatchSize)`,
       );
     }
     if (value === null) continue;
@@ -94,7 +96,8 @@ function scalarText(value: unknown, field: FieldSchema, path: string, what: stri
   if (field.kind === 'enum') {
     if (typeof value === 'number') return String(value);
     if (typeof value !== 'string' || !/^\w+$/.test(value)) fail(what, path, `${path} must be an enum name`);
-    return value;
+    // Triton reads JSON enums case-insensitively; ModelConfig's enum names are all upper case.
+    return value.toUpperCase();
   }
   if (field.kind === 'string') {
     if (typeof value !== 'string') fail(what, path, `${path} must be a JSON string`);
