@@ -352,3 +352,26 @@ describe('loadModel: a batching config over a model with a fixed first dim', () 
     assert.deepEqual(ge.config.input, [{ name: 'x', dataType: 'FP32', dims: [4], optional: false }]);
   });
 });
+
+describe('loadModel: default_model_filename names the file its inputs and outputs are read from', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gemesh-named-file-'));
+    const g = new GraphBuilder('named');
+    const x = g.input('x', 'FP32', ['batch', 4]);
+    g.output(g.op('Relu', [x], {}, 'y'), 'FP32', ['batch', 4]);
+    await mkdir(join(dir, 'named', '1'), { recursive: true });
+    await writeFile(join(dir, 'named', '1', 'net.onnx'), encodeModel(makeModel(g.build())));
+    await writeFile(
+      join(dir, 'named', 'config.pbtxt'),
+      'backend: "onnxruntime"\nmax_batch_size: 4\ndefault_model_filename: "net.onnx"\n',
+    );
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it('reads the named file, not model.onnx', async () => {
+    const m = await loadModel(dir, 'named');
+    assert.deepEqual(m.config.input, [{ name: 'x', dataType: 'FP32', dims: [4], optional: false }]);
+    assert.equal(m.versions[0]?.modelPath, join(dir, 'named', '1', 'net.onnx'));
+  });
+});

@@ -53,7 +53,7 @@ const RUNTIMES: Readonly<Record<string, Runtime>> = {
   ge: 'ge',
 };
 
-const DEFAULT_MODEL_FILENAME = 'model.onnx';
+export const DEFAULT_MODEL_FILENAME = 'model.onnx';
 
 /** Whether a config's backend (or platform) is the GE backend's, before the config is read whole. */
 export function namesGeBackend(raw: TextMessage): boolean {

@@ -10,7 +10,12 @@ import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
 import { ConfigError } from './config-error.js';
 import { checkEnsembleSteps } from './ensemble-config.js';
 import type { ModelVersion, Repository, RepositoryModel, VersionPolicy } from './model-config.js';
-import { modelConfigFromMessage, namesGeBackend, versionPolicyOf } from './parse-model-config.js';
+import {
+  DEFAULT_MODEL_FILENAME,
+  modelConfigFromMessage,
+  namesGeBackend,
+  versionPolicyOf,
+} from './parse-model-config.js';
 import { parseTextProto, type TextMessage } from './text-format/parser.js';
 import { sourcePosition } from './text-format/positions.js';
 
@@ -116,7 +121,7 @@ export async function loadModel(dir: string, name: string, options: LoadOptions 
   } else {
     // Missing inputs/outputs are read from the model file of the highest served version.
     served = selectVersions(available, versionPolicyOf(raw, configFile), raw, configFile, modelDir, versionWarnings);
-    const filename = await modelFileName(modelDir, served[0] as string, raw, 'model.onnx');
+    const filename = await modelFileName(modelDir, served[0] as string, raw);
     const modelFile = join(modelDir, served[0] as string, filename);
     let modelBytes: Uint8Array;
     try {
@@ -137,7 +142,7 @@ export async function loadModel(dir: string, name: string, options: LoadOptions 
       versions.push(Object.freeze({ version, modelPath: join(modelDir, version) }));
       continue;
     }
-    const filename = await modelFileName(modelDir, version, raw, config.defaultModelFilename);
+    const filename = await modelFileName(modelDir, version, raw);
     const modelPath = join(modelDir, version, filename);
     try {
       if (!(await stat(modelPath)).isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
@@ -275,15 +280,17 @@ function selectVersions(
  * in the folder by name, as that backend finds it (its example ships `resnet18-v1-7.onnx`), else
  * Triton's `model.onnx`.
  */
-async function modelFileName(modelDir: string, version: string, raw: TextMessage, fallback: string): Promise<string> {
-  if ((raw.default_model_filename as string | undefined) || !namesGeBackend(raw)) return fallback;
+async function modelFileName(modelDir: string, version: string, raw: TextMessage): Promise<string> {
+  const named = raw.default_model_filename as string | undefined;
+  if (named) return named;
+  if (!namesGeBackend(raw)) return DEFAULT_MODEL_FILENAME;
   let names: string[];
   try {
     names = await readdir(join(modelDir, version));
   } catch {
-    return fallback;
+    return DEFAULT_MODEL_FILENAME;
   }
-  return names.filter((n) => n.endsWith('.onnx')).sort()[0] ?? fallback;
+  return names.filter((n) => n.endsWith('.onnx')).sort()[0] ?? DEFAULT_MODEL_FILENAME;
 }
 
 function hasIO(raw: TextMessage): boolean {
