@@ -63,24 +63,25 @@ export function parameterValue(p: InferParameterMsg | undefined): ParameterValue
   return choice === undefined ? undefined : (p?.[choice] as ParameterValue | undefined);
 }
 
-// Triton's gRPC front end reads `priority` from either integer type and `timeout` from int64 only.
-function priorityParameter(p: InferParameterMsg): number {
+/** Triton's type check of a request parameter: `expected int64_param or uint64_param.` */
+function requireChoice(key: string, p: InferParameterMsg, choices: readonly string[]): ParameterValue {
   const v = parameterValue(p);
-  if (p.parameter_choice === 'int64_param' && typeof v === 'number') {
-    if (v < 0) throw new MeshError('INVALID_ARGUMENT', "invalid value for 'priority', expected value >= 0.");
-    return v;
-  }
-  if (p.parameter_choice === 'uint64_param' && typeof v === 'number') return v;
+  if (p.parameter_choice !== undefined && choices.includes(p.parameter_choice) && v !== undefined) return v;
   throw new MeshError(
     'INVALID_ARGUMENT',
-    "invalid value type for 'priority' parameter, expected int64_param or uint64_param.",
+    `invalid value type for '${key}' parameter, expected ${choices.join(' or ')}.`,
   );
 }
 
+// Triton's gRPC front end reads `priority` from either integer type and `timeout` from int64 only.
+function priorityParameter(p: InferParameterMsg): number {
+  const v = requireChoice('priority', p, ['int64_param', 'uint64_param']) as number;
+  if (v < 0) throw new MeshError('INVALID_ARGUMENT', "invalid value for 'priority', expected value >= 0.");
+  return v;
+}
+
 function timeoutParameter(p: InferParameterMsg): number {
-  const v = parameterValue(p);
-  if (p.parameter_choice !== 'int64_param' || typeof v !== 'number')
-    throw new MeshError('INVALID_ARGUMENT', "invalid value type for 'timeout' parameter, expected int64_param.");
+  const v = requireChoice('timeout', p, ['int64_param']) as number;
   // Triton stores it as an unsigned count, so a negative one is a timeout too long to matter.
   return Math.max(v, 0);
 }
@@ -99,14 +100,6 @@ const SEQUENCE_PARAMETERS: Record<string, readonly NonNullable<InferParameterMsg
   sequence_start: ['bool_param'],
   sequence_end: ['bool_param'],
 };
-
-function requireChoice(key: string, p: InferParameterMsg, choices: readonly string[]): void {
-  if (p.parameter_choice !== undefined && choices.includes(p.parameter_choice)) return;
-  throw new MeshError(
-    'INVALID_ARGUMENT',
-    `invalid value type for '${key}' parameter, expected ${choices.join(' or ')}.`,
-  );
-}
 
 /** The `triton_` keys a gRPC request may carry (Triton's TRITON_RESERVED_REQUEST_PARAMS). */
 const ALLOWED_TRITON_KEYS = ['triton_enable_empty_final_response'];

@@ -22,7 +22,7 @@ const REASON = {
   escapeInvalid: 'Invalid escape character in string.',
   missQuotationMark: 'Missing a closing quotation mark in string.',
   invalidEncoding: 'Invalid encoding in string.',
-  numberTooBig: 'Number too big to be stored in double.',
+  numberTooBig: MSG.numberTooBig(),
   numberMissFraction: 'Miss fraction part in number.',
   numberMissExponent: 'Miss exponent in number.',
 } as const;
@@ -64,15 +64,30 @@ class Found {
 const ESCAPES = new Set([0x22, 0x2f, 0x5c, 0x62, 0x66, 0x6e, 0x72, 0x74]); // " / \ b f n r t
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 
-/** `"<reason> at <offset>"` for text JSON.parse refused, or undefined when rapidjson would read it. */
-export function jsonSyntaxError(bytes: Uint8Array): string | undefined {
+/** rapidjson's first error in the text, or undefined when it would read it whole. */
+function firstError(bytes: Uint8Array): Found | undefined {
   try {
     new Scan(bytes).document();
     return undefined;
   } catch (err) {
-    if (err instanceof Found) return `${err.reason} at ${err.offset}`;
+    if (err instanceof Found) return err;
     throw err;
   }
+}
+
+/** `"<reason> at <offset>"` for text JSON.parse refused, or undefined when rapidjson would read it. */
+export function jsonSyntaxError(bytes: Uint8Array): string | undefined {
+  const found = firstError(bytes);
+  return found && `${found.reason} at ${found.offset}`;
+}
+
+/**
+ * The byte offset of the number literal a double cannot hold, where rapidjson stops at it, or -1:
+ * for text JSON.parse read, taking such a literal as ±Infinity.
+ */
+export function overflowOffset(bytes: Uint8Array): number {
+  const found = firstError(bytes);
+  return found?.reason === REASON.numberTooBig ? found.offset : -1;
 }
 
 class Scan {
@@ -108,7 +123,8 @@ class Scan {
 
   /** One move of rapidjson's iterative reader: its Predict and Transit for the token at `pos`. */
   private step(state: State, c: number): State {
-    const value = c === 0x22 || c === 0x66 || c === 0x74 || c === 0x6e || !isStructural(c);
+    // Strings, literals and numbers all start with a byte that is not structural.
+    const value = !isStructural(c);
     const stuck = () => new Found(STUCK[state], this.pos);
     switch (state) {
       case 'finish':

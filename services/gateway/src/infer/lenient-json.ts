@@ -1,4 +1,5 @@
 import { MeshError } from '@ge-mesh/protocol';
+import { overflowOffset } from './json-syntax-error.js';
 import { MSG } from './messages.js';
 
 /**
@@ -57,7 +58,7 @@ export function parseLenientJson(text: string): LenientJson {
       throw err;
     }
     // Here an Infinity may be a token, so a literal's overflow is found in the text.
-    const at = overflowOffset(text);
+    const at = overflowOffset(Buffer.from(text, 'utf8'));
     if (at >= 0) throw new NumberTooBig(at);
     return { value, numbers: 'text-tokens' };
   }
@@ -84,27 +85,6 @@ function rewriteNonFinite(text: string): string {
   if (parts.length === 0) return text;
   parts.push(text.slice(from));
   return parts.join('');
-}
-
-const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-
-/**
- * The UTF-8 byte offset of the first number literal outside strings that a
- * double cannot hold (where rapidjson reports it), or -1. Written by hand: no
- * JSON parser says where it overflowed.
- */
-export function overflowOffset(text: string): number {
-  let at = -1;
-  eachOutsideStrings(text, (i, c) => {
-    if (c !== 0x2d /* - */ && (c < 0x30 || c > 0x39)) return i + 1;
-    NUMBER.lastIndex = i;
-    const m = NUMBER.exec(text);
-    if (m === null) return i + 1;
-    if (Number.isFinite(Number(m[0]))) return i + m[0].length;
-    at = Buffer.byteLength(text.slice(0, i));
-    return text.length;
-  });
-  return at;
 }
 
 /** Calls `visit` at each character outside JSON strings; it returns the index to go on from. */

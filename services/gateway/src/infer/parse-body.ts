@@ -1,14 +1,7 @@
 import { type DataType, isDataType, MeshError, type ParameterValue, type WireTensor } from '@ge-mesh/protocol';
-import { badJson } from './json-syntax-error.js';
+import { badJson, overflowOffset } from './json-syntax-error.js';
 import { jsonToBytes, jsonToFixed } from './json-to-tensor.js';
-import {
-  isNanToken,
-  type LenientJson,
-  type NumberSource,
-  NumberTooBig,
-  overflowOffset,
-  parseLenientJson,
-} from './lenient-json.js';
+import { isNanToken, type LenientJson, type NumberSource, NumberTooBig, parseLenientJson } from './lenient-json.js';
 import { JSON_TYPE, MSG, requestPrefix } from './messages.js';
 import type { ParsedInfer, ParsedOutput } from './types.js';
 
@@ -76,7 +69,7 @@ export function parseInferBody(
     // JSON.parse read a literal too large for a double as ±Infinity; Triton's parser refuses the
     // request there, before any field is read. Looked for only once a field was refused.
     if (doc.numbers === 'text' && err instanceof MeshError) {
-      const at = overflowOffset(text);
+      const at = overflowOffset(body.subarray(0, jsonLength));
       if (at >= 0) throw new NumberTooBig(at);
     }
     throw err;

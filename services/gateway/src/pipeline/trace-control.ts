@@ -195,12 +195,15 @@ export function parseTraceChanges(
       if (strings.length !== 1 || !/^-?\d+$/.test(v))
         throw new MeshError('INVALID_ARGUMENT', `Unable to parse '${key}', got: ${v}`);
       const n = Number(v);
-      if (key === 'trace_count' && n < -1) {
+      if (key === 'trace_count') {
         const got = protocol === 'grpc' ? `got: ${v}` : `got:${v}`;
-        throw new MeshError('INVALID_ARGUMENT', `Unable to parse 'trace_count'. Expecting value >= -1, ${got}`);
+        if (n < -1)
+          throw new MeshError('INVALID_ARGUMENT', `Unable to parse 'trace_count'. Expecting value >= -1, ${got}`);
+      } else {
+        const min = key === 'trace_rate' ? 1 : 0;
+        if (n < min)
+          throw new MeshError('INVALID_ARGUMENT', `${key} must be an integer of at least ${min}, got '${v}'`);
       }
-      const min = key === 'trace_rate' ? 1 : key === 'trace_count' ? -1 : 0;
-      if (n < min) throw new MeshError('INVALID_ARGUMENT', `${key} must be an integer of at least ${min}, got '${v}'`);
       out[key] = String(n);
     } else {
       throw new MeshError('INVALID_ARGUMENT', `unknown trace setting '${key}'`);
