@@ -37,6 +37,11 @@ export interface ConfigErrorInit {
  * position), the form editors and compilers use, so it can be clicked.
  * It is a MeshError (INVALID_ARGUMENT), so it can cross service boundaries.
  */
+/** `<file>:<line>:<column>` (or `<file>` without a position): how errors and warnings name a place. */
+export function located(file: string, position: SourcePosition | undefined): string {
+  return position ? `${file}:${position.line}:${position.column}` : file;
+}
+
 export class ConfigError extends MeshError {
   readonly kind: ConfigErrorKind;
   readonly file: string;
@@ -46,8 +51,7 @@ export class ConfigError extends MeshError {
   readonly detail: string;
 
   constructor(init: ConfigErrorInit) {
-    const where = init.position ? `${init.file}:${init.position.line}:${init.position.column}` : init.file;
-    super('INVALID_ARGUMENT', `${where}: ${init.detail}`);
+    super('INVALID_ARGUMENT', `${located(init.file, init.position)}: ${init.detail}`);
     this.name = 'ConfigError';
     this.kind = init.kind;
     this.file = init.file;

@@ -7,7 +7,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { MeshError, TRITON_MESSAGES } from '@ge-mesh/protocol';
-import { ConfigError } from './config-error.js';
+import { ConfigError, located } from './config-error.js';
 import { checkEnsembleSteps } from './ensemble-config.js';
 import type { ModelVersion, Repository, RepositoryModel, VersionPolicy } from './model-config.js';
 import {
@@ -256,8 +256,7 @@ function selectVersions(
     // As Triton: a listed version without its folder is reported and the others load.
     listed.forEach((v, i) => {
       if (!available.includes(v)) {
-        const where = sourcePosition(specific, 'versions', i);
-        const at = where ? `${configFile}:${where.line}:${where.column}` : configFile;
+        const at = located(configFile, sourcePosition(specific, 'versions', i));
         warnings.push(
           `${at}: version_policy lists version ${v}, but there is no folder ${join(modelDir, v)}; it is not served`,
         );

@@ -1,4 +1,4 @@
-import { ConfigError, type SourcePosition } from './config-error.js';
+import { ConfigError, located, type SourcePosition } from './config-error.js';
 import type { TextMessage } from './text-format/parser.js';
 import { sourcePosition } from './text-format/positions.js';
 
@@ -152,5 +152,5 @@ export function checkUnhonouredFields(raw: TextMessage, file: string): string[] 
       detail: `${refused.path} is not supported: ${refused.rule.say}`,
     });
   }
-  return found.map((f) => `${f.at ? `${file}:${f.at.line}:${f.at.column}` : file}: ${f.path} ${f.rule.say}`);
+  return found.map((f) => `${located(file, f.at)}: ${f.path} ${f.rule.say}`);
 }
